@@ -1,0 +1,83 @@
+"""What every backend shares: the result of a run and the interface that produces it."""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+
+from ..problems import Problem
+from ..variants import Kernel
+
+# A run's status. Only "passed" means the kernel ran and matched the reference.
+STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused")
+
+
+@dataclass
+class RunOptions:
+    seed: int = 0
+    warmup: int = 3
+    repeats: int = 20
+    check: bool = True
+
+
+@dataclass
+class RunResult:
+    """One variant on one problem on one backend: a status and flat metrics."""
+
+    status: str
+    backend: str
+    variant: str
+    params: dict
+    problem: Problem
+    fingerprint: str
+    reason: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def add(self, name: str, value: float, unit: str = "") -> None:
+        self.metrics[name] = value
+        if unit:
+            self.units[name] = unit
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["problem"] = self.problem.as_dict()
+        out["metrics"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                          for k, v in self.metrics.items()}
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    detail: str  # what was found, or what is missing
+    how_to_get: str = ""
+
+
+class Backend(ABC):
+    """Builds and runs a rendered kernel as a whole: no memcpy-level calls leak out."""
+
+    name: str
+
+    @classmethod
+    @abstractmethod
+    def probe(cls) -> Availability:
+        """Is this backend usable here? Cheap, never raises."""
+
+    @abstractmethod
+    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
+        """Compile, run, check and measure `kernel` on `batch` images."""

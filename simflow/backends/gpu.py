@@ -1,0 +1,246 @@
+"""The native GPU backend: PyCUDA compiles the rendered source, runs, checks and times it."""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import statistics
+
+import numpy as np
+
+from ..errors import LimitError, UserError
+from ..limits import (
+    KNOWN_DEVICES,
+    DeviceLimits,
+    check_grid,
+    check_shared_memory,
+    check_threads,
+    theoretical_occupancy,
+)
+from ..reference import check_output, make_inputs
+from ..resources import cache_dir
+from ..variants import Kernel, Launch
+from .base import Availability, Backend, RunOptions, RunResult
+
+try:
+    import pycuda
+    import pycuda.driver as drv
+    from pycuda.compiler import SourceModule
+except ImportError as exc:  # the error is raised only when the backend is created
+    drv = None
+    _IMPORT_ERROR = exc
+
+PYCUDA_HELP = (
+    "install PyCUDA: pip install 'simflow[gpu]' (it builds against the CUDA toolkit on PATH; "
+    "on a machine without a package index, carry a wheel built there)"
+)
+COMPILE_OPTIONS = ("-O3",)
+CACHE_ROTATION_BYTES = 2  # times the L2 size that rotated input sets must cover
+
+
+def _no_gpu_reason() -> str | None:
+    """None when PyCUDA imports and a CUDA device answers; else what is missing."""
+    if drv is None:
+        return f"PyCUDA is not importable ({_IMPORT_ERROR})"
+    try:
+        drv.init()
+        if drv.Device.count() == 0:
+            return "the CUDA driver reports no GPU"
+    except drv.Error as exc:
+        return f"no usable CUDA GPU (cuInit: {exc}); check the NVIDIA driver and that a GPU is visible"
+    return None
+
+
+class GpuBackend(Backend):
+    name = "gpu"
+
+    @classmethod
+    def probe(cls) -> Availability:
+        reason = _no_gpu_reason()
+        if reason:
+            return Availability(False, reason, PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU")
+        dev = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
+        major, minor = dev.compute_capability()
+        return Availability(True, f"{dev.name()} (sm_{major}{minor}), PyCUDA {pycuda.VERSION_TEXT}")
+
+    def __init__(self) -> None:
+        reason = _no_gpu_reason()
+        if reason:
+            fix = PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU and driver"
+            raise UserError(f"simflow cannot run on a GPU here: {reason}; {fix}")
+        self.device = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
+        self.context = self.device.make_context()
+        atexit.register(self._close)
+        self.limits = device_limits(self.device)
+        self._modules: dict[str, object] = {}
+
+    def _close(self) -> None:
+        if self.context is not None:
+            self.context.pop()
+            self.context = None
+
+    def environment(self) -> dict[str, str]:
+        major, minor = self.device.compute_capability()
+        driver = drv.get_driver_version()
+        return {
+            "gpu": self.device.name(),
+            "compute_capability": f"{major}.{minor}",
+            "cuda_driver": f"{driver // 1000}.{driver % 1000 // 10}",
+            "pycuda": pycuda.VERSION_TEXT,
+        }
+
+    def check_limits(self, launches: list[Launch], kernel: Kernel) -> None:
+        fix = "use a smaller tile or another variant (simflow variants lists them)"
+        for launch in launches:
+            check_threads(launch.block, self.limits, "use a smaller tile")
+            check_grid(launch.grid, self.limits, "run a smaller batch (--batch) or split it")
+            check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, self.limits, fix)
+
+    def _module(self, kernel: Kernel):
+        """SourceModule of the rendered source, arch from the device; PyCUDA caches the cubin."""
+        key = kernel.fingerprint(COMPILE_OPTIONS)
+        if key not in self._modules:
+            self._modules[key] = SourceModule(
+                kernel.source,
+                options=list(COMPILE_OPTIONS),
+                no_extern_c=True,  # the kernels are extern "C" already
+                arch=self.limits.arch,
+                cache_dir=str(cache_dir() / "pycuda"),
+            )
+        return self._modules[key]
+
+    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
+        problem = kernel.problem.with_batch(batch)
+        result = RunResult(
+            status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
+            problem=problem, fingerprint=kernel.fingerprint(COMPILE_OPTIONS), environment=self.environment(),
+        )
+        launches = kernel.launches(batch)
+        try:
+            self.check_limits(launches, kernel)
+        except LimitError as exc:
+            result.status, result.reason = "refused", str(exc)
+            return result
+        try:
+            module = self._module(kernel)
+        except drv.CompileError as exc:
+            result.status = "compile_error"
+            result.reason = f"{exc}\n{getattr(exc, 'stderr', '')}".strip()
+            return result
+        functions = [module.get_function(launch.kernel) for launch in launches]
+        for func, launch in zip(functions, launches, strict=True):
+            if launch.dynamic_smem > self.limits.smem_per_block:
+                func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.dynamic_smem)
+        self._resources(result, functions, launches)
+        try:
+            self._execute(kernel, problem, module, functions, launches, options, result)
+        except drv.Error as exc:
+            result.status, result.reason = "launch_error", f"CUDA error: {exc}"
+        return result
+
+    def _resources(self, result: RunResult, functions, launches: list[Launch]) -> None:
+        several = len(launches) > 1
+        for func, launch in zip(functions, launches, strict=True):
+            prefix = f"{launch.kernel}." if several else ""
+            regs = func.get_attribute(drv.function_attribute.NUM_REGS)
+            static = func.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES)
+            occ = theoretical_occupancy(self.limits, launch.threads_per_block, regs, static + launch.dynamic_smem)
+            result.add(prefix + "registers", regs, "regs/thread")
+            result.add(prefix + "smem_static_bytes", static, "B")
+            result.add(prefix + "smem_dynamic_bytes", launch.dynamic_smem, "B")
+            result.add(prefix + "local_bytes", func.get_attribute(drv.function_attribute.LOCAL_SIZE_BYTES), "B")
+            result.add(prefix + "threads_per_block", launch.threads_per_block)
+            result.add(prefix + "grid_blocks", launch.grid[0] * launch.grid[1] * launch.grid[2])
+            result.add(prefix + "blocks_per_sm", occ.blocks_per_sm)
+            result.add(prefix + "theoretical_occupancy", round(100 * occ.occupancy, 2), "%")
+            result.environment[prefix + "occupancy_limited_by"] = occ.limited_by
+
+    def _execute(self, kernel, problem, module, functions, launches, options: RunOptions, result) -> None:
+        x, w = make_inputs(problem, options.seed)
+        out_elems = int(np.prod(problem.output_shape))
+        # Inputs that fit in L2 would be timed from the cache: rotate over several copies.
+        l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
+        l2_bytes = self.device.get_attribute(l2) if l2 is not None else 64 << 20
+        sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2_bytes / problem.min_bytes())))
+        buffers = []
+        for _ in range(sets):
+            y = drv.mem_alloc(out_elems * 4)
+            buffers.append({"x": drv.to_device(x), "w": drv.to_device(w), "y": y})
+        for symbol, host in kernel.constant_symbols.items():
+            ptr, size = module.get_global(symbol)
+            data = {"w": w}[host]
+            if size != data.nbytes:
+                raise RuntimeError(f"{symbol}: {size} bytes on the device, {data.nbytes} on the host")
+            drv.memcpy_htod(ptr, data)
+
+        def launch_all(bufs) -> None:
+            for func, launch in zip(functions, launches, strict=True):
+                args = [np.int32(problem.B) if a == "batch" else bufs[a] for a in launch.args]
+                func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
+
+        # Correctness: poison the output with NaN, run once, compare with the reference.
+        drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
+        launch_all(buffers[0])
+        self.context.synchronize()
+        y_host = np.empty(problem.output_shape, dtype=np.float32)
+        drv.memcpy_dtoh(y_host, buffers[0]["y"])
+        if options.check:
+            check = check_output(problem, x, w, y_host, kernel.precision, seed=options.seed)
+            result.add("rel_error", check.rel_error)
+            result.add("checked_elements", check.checked)
+            result.environment["check"] = check.method
+            if not check.passed:
+                result.status, result.reason = "wrong_result", check.reason
+
+        # Timing: warm-up, then one event pair per repeat; median, min, max.
+        for i in range(options.warmup):
+            launch_all(buffers[i % sets])
+        start, end = drv.Event(), drv.Event()
+        times = []
+        for i in range(options.repeats):
+            start.record()
+            launch_all(buffers[i % sets])
+            end.record()
+            end.synchronize()
+            times.append(start.time_till(end))
+        median = statistics.median(times)
+        result.add("time_ms", median, "ms")
+        result.add("time_ms_min", min(times), "ms")
+        result.add("time_ms_max", max(times), "ms")
+        result.add("repeats", options.repeats)
+        result.add("input_sets", sets)
+        result.add("gflops", problem.flops / (median * 1e-3) / 1e9, "GFLOP/s")
+        result.add("gbps", problem.min_bytes() / (median * 1e-3) / 1e9, "GB/s")
+        for bufs in buffers:
+            for buf in bufs.values():
+                buf.free()
+
+
+def device_limits(dev) -> DeviceLimits:
+    """The device's own limits, read through the driver; the sm table fills what it lacks."""
+    a = drv.device_attribute
+    major, minor = dev.compute_capability()
+    base = KNOWN_DEVICES.get(f"sm_{major}{minor}", KNOWN_DEVICES["sm_90"])
+
+    def attr(name: str, default: int) -> int:
+        which = getattr(a, name, None)
+        return dev.get_attribute(which) if which is not None else default
+
+    return DeviceLimits(
+        name=dev.name(),
+        compute_capability=(major, minor),
+        sm_count=attr("MULTIPROCESSOR_COUNT", base.sm_count),
+        max_threads_per_block=attr("MAX_THREADS_PER_BLOCK", base.max_threads_per_block),
+        max_block_dims=(attr("MAX_BLOCK_DIM_X", 1024), attr("MAX_BLOCK_DIM_Y", 1024), attr("MAX_BLOCK_DIM_Z", 64)),
+        max_grid_dims=(attr("MAX_GRID_DIM_X", 2**31 - 1), attr("MAX_GRID_DIM_Y", 65535),
+                       attr("MAX_GRID_DIM_Z", 65535)),
+        smem_per_block=attr("MAX_SHARED_MEMORY_PER_BLOCK", base.smem_per_block),
+        smem_per_block_optin=attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", base.smem_per_block_optin),
+        smem_per_sm=attr("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", base.smem_per_sm),
+        regs_per_sm=attr("MAX_REGISTERS_PER_MULTIPROCESSOR", base.regs_per_sm),
+        max_threads_per_sm=attr("MAX_THREADS_PER_MULTIPROCESSOR", base.max_threads_per_sm),
+        max_blocks_per_sm=attr("MAX_BLOCKS_PER_MULTIPROCESSOR", base.max_blocks_per_sm),
+        const_bytes=attr("TOTAL_CONSTANT_MEMORY", base.const_bytes),
+        warp_size=attr("WARP_SIZE", 32),
+    )

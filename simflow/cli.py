@@ -1,0 +1,195 @@
+"""The `simflow` command line. Each subcommand turns its arguments into a call of a plain function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import ToolError, UserError
+from .problems import PRESET_NOTES, PRESETS, Problem, get_problem
+from .variants import VARIANTS, _show, get_variant, parse_param_args
+
+
+def _problem_args(parser: argparse.ArgumentParser, default: str | None = "batch3x3") -> None:
+    parser.add_argument("--problem", "-p", default=default, help=f"preset: {', '.join(PRESETS)}")
+    parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
+    parser.add_argument("--batch", "-b", type=int, help="override the batch size B")
+
+
+def _variant_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("variant", help=f"one of: {', '.join(VARIANTS)}")
+    parser.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
+                        help="a template parameter (repeatable); 'simflow variants' lists them")
+
+
+def _problem(args) -> Problem:
+    return get_problem(args.problem, shape=args.shape, batch=args.batch)
+
+
+def _table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    if not rows:
+        return "(nothing)"
+    with pd.option_context("display.max_colwidth", 120, "display.width", 250):
+        return pd.DataFrame(rows).fillna("").to_string(index=False)
+
+
+def cmd_variants(args) -> int:
+    data = [
+        {"variant": v.name, "summary": v.summary, "precision": v.precision,
+         "params": [{"name": p.name, "choices": [_show(c) for c in p.choices], "default": _show(p.default),
+                     "help": p.help} for p in v.params]}
+        for v in VARIANTS.values()
+    ]
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for v in data:
+        print(f"{v['variant']}: {v['summary']}")
+        for p in v["params"]:
+            print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}): {p['help']}")
+    return 0
+
+
+def cmd_problems(args) -> int:
+    rows = [{"preset": name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
+             "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
+             "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES[name]}
+            for name, p in PRESETS.items()]
+    print(json.dumps(rows, indent=2) if args.json else _table(rows))
+    return 0
+
+
+def cmd_render(args) -> int:
+    kernel = get_variant(args.variant).render(_problem(args), parse_param_args(args.param))
+    if args.output:
+        Path(args.output).write_text(kernel.source)
+        print(f"wrote {args.output} (fingerprint {kernel.fingerprint()})", file=sys.stderr)
+    else:
+        sys.stdout.write(kernel.source)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .backends import RunOptions, backend_class
+
+    problem = _problem(args)
+    kernel = get_variant(args.variant).render(problem, parse_param_args(args.param))
+    backend = backend_class("gpu")()
+    options = RunOptions(seed=args.seed, warmup=args.warmup, repeats=args.repeats)
+    result = backend.run(kernel, problem.B, options)
+    if args.json:
+        print(result.to_json())
+    else:
+        params = " ".join(f"{k}={_show(v)}" for k, v in result.params.items())
+        print(f"{result.variant} [{params}] on {problem.describe()}, backend gpu: {result.status}")
+        if result.reason:
+            print(f"reason: {result.reason}")
+        rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": result.units.get(k, "")}
+                for k, v in result.metrics.items()]
+        print(_table(rows))
+        print(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
+    return 0 if result.passed else 2
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import diagnose
+
+    findings = diagnose()
+    if args.json:
+        print(json.dumps([f.as_dict() for f in findings], indent=2))
+        return 0
+    for f in findings:
+        print(f"[{'ok' if f.found else '--'}] {f.component}: {f.detail}")
+        if not f.found and f.how_to_get:
+            print(f"       how to get it: {f.how_to_get}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .backends import RunOptions
+    from .check import run_check
+
+    problem = _problem(args)
+    quiet = args.json
+    if not quiet:
+        print(f"simflow {__version__}: checking every variant on {problem.describe()}")
+    report = run_check(problem, RunOptions(seed=args.seed, repeats=args.repeats),
+                       progress=(lambda _m: None) if quiet else print)
+    if quiet:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    print("\ntoolkits: " + ("; ".join(report.toolkits) or "none found"))
+    print(_table(report.rows))
+    print("\nbackends:")
+    for name, b in report.backends.items():
+        print(f"  {name}: {'present' if b['available'] else 'ABSENT'}: {b['detail']}")
+        if not b["available"] and b["how_to_get"]:
+            print(f"      how to get it: {b['how_to_get']}")
+    print("  gpgpusim: not part of this simflow version yet (see 'simflow doctor' for the simulator's parts)")
+    failed = [r["variant"] for r in report.rows
+              if any(str(v).startswith("FAILED") for v in r.values())]
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="simflow", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"simflow {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("variants", help="list the kernel variants and their parameters")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_variants)
+
+    p = sub.add_parser("problems", help="list the problem presets")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_problems)
+
+    p = sub.add_parser("render", help="print a variant's rendered CUDA source")
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("-o", "--output", help="write the source to this file")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("run", help="build, check and time a variant on the GPU (PyCUDA)")
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("doctor", help="what simflow can use here, what is missing and how to get it")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("check", help="render, compile and run every variant on every backend present")
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"simflow: error: {exc}", file=sys.stderr)
+        return 1
+    except ToolError as exc:
+        print(f"simflow: tool failed: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Convolution problems: the layer shape, its presets, and its FLOP and byte counts.
+
+Layout is NCHW for the input, MCKK for the filters and NMHW for the output;
+stride 1, the same zero padding on every side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import UserError
+
+DTYPE_BYTES = {"float32": 4, "float16": 2}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One forward conv layer: B images of C x H x W, M filters of C x K x K."""
+
+    B: int
+    C: int
+    M: int
+    H: int
+    W: int
+    K: int
+    pad: int = 0
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        for field in ("B", "C", "M", "H", "W", "K"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or value <= 0:
+                raise UserError(f"problem {self.name}: {field} must be a positive integer, got {value!r}")
+        if not isinstance(self.pad, int) or self.pad < 0:
+            raise UserError(f"problem {self.name}: pad must be 0 or more, got {self.pad!r}")
+        if self.K > self.H + 2 * self.pad or self.K > self.W + 2 * self.pad:
+            raise UserError(
+                f"problem {self.name}: filter K={self.K} is larger than the padded input "
+                f"{self.H + 2 * self.pad} x {self.W + 2 * self.pad} (H, W + 2*pad); "
+                "use a smaller K, a larger input or more padding"
+            )
+
+    @property
+    def Hout(self) -> int:
+        return self.H + 2 * self.pad - self.K + 1
+
+    @property
+    def Wout(self) -> int:
+        return self.W + 2 * self.pad - self.K + 1
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.B, self.C, self.H, self.W)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        return (self.M, self.C, self.K, self.K)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.B, self.M, self.Hout, self.Wout)
+
+    @property
+    def flops(self) -> int:
+        """2 * B * M * C * K * K * Hout * Wout: one multiply and one add per tap."""
+        return 2 * self.B * self.M * self.C * self.K * self.K * self.Hout * self.Wout
+
+    def min_bytes(self, dtype: str = "float32") -> int:
+        """Fewest bytes through device memory: input and weights read once, output written once."""
+        elems = (
+            self.B * self.C * self.H * self.W
+            + self.M * self.C * self.K * self.K
+            + self.B * self.M * self.Hout * self.Wout
+        )
+        return elems * DTYPE_BYTES[dtype]
+
+    @property
+    def shape_text(self) -> str:
+        return f"{self.B},{self.C},{self.M},{self.H},{self.W},{self.K},{self.pad}"
+
+    def describe(self) -> str:
+        return (
+            f"{self.name}: B={self.B} C={self.C} M={self.M} {self.H}x{self.W} K={self.K} "
+            f"pad={self.pad} -> {self.Hout}x{self.Wout}"
+        )
+
+    def with_batch(self, batch: int) -> Problem:
+        return dataclasses.replace(self, B=batch)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+PRESETS: dict[str, Problem] = {
+    p.name: p
+    for p in (
+        Problem(B=100, C=1, M=4, H=86, W=86, K=7, name="fmnist-conv1"),
+        Problem(B=100, C=4, M=16, H=40, W=40, K=7, name="fmnist-conv2"),
+        Problem(B=4, C=1, M=4, H=16, W=16, K=3, pad=1, name="batch3x3"),
+        Problem(B=1, C=256, M=256, H=228, W=228, K=5, name="toycnn"),
+        Problem(B=64, C=1, M=12, H=28, W=28, K=7, name="k7net-conv1"),
+        Problem(B=64, C=12, M=24, H=22, W=22, K=7, name="k7net-conv2"),
+    )
+}
+
+PRESET_NOTES = {
+    "fmnist-conv1": "Fashion-MNIST net, layer 1 (users ran B = 100 / 1000 / 5000 / 10000)",
+    "fmnist-conv2": "Fashion-MNIST net, layer 2",
+    "batch3x3": "course assignment: 3x3 filters, 1-pixel padding, 16 maps of 16x16 outputs",
+    "toycnn": "toy CNN layer, 256 -> 256 channels, 5x5 (then ReLU + 2x2 max-pool)",
+    "k7net-conv1": "deeper K=7 net, layer 1 (weights fit __constant__)",
+    "k7net-conv2": "deeper K=7 net, layer 2 (input is layer 1's 22x22 output)",
+}
+
+
+def parse_shape(text: str) -> Problem:
+    """Parse 'B,C,M,H,W,K[,pad]'."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) not in (6, 7):
+        raise UserError(f"--shape takes B,C,M,H,W,K[,pad] (6 or 7 integers), got {text!r}")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise UserError(f"--shape takes integers B,C,M,H,W,K[,pad], got {text!r}") from None
+    if len(values) == 6:
+        values.append(0)
+    B, C, M, H, W, K, pad = values
+    return Problem(B=B, C=C, M=M, H=H, W=W, K=K, pad=pad, name="custom")
+
+
+def get_problem(name: str | None = None, *, shape: str | None = None, batch: int | None = None) -> Problem:
+    """A preset by name, or a full shape; `batch` overrides B of either."""
+    if shape is not None:
+        problem = parse_shape(shape)
+        if name is not None and name != "custom":
+            problem = dataclasses.replace(problem, name=name)
+    else:
+        name = name or "batch3x3"
+        if name not in PRESETS:
+            raise UserError(f"unknown problem {name!r}; presets: {', '.join(PRESETS)} (or --shape B,C,M,H,W,K[,pad])")
+        problem = PRESETS[name]
+    if batch is not None:
+        problem = problem.with_batch(batch)
+    return problem

@@ -1,0 +1,35 @@
+"""Where the kernel templates and simulator configs are.
+
+In a wheel they are inside the package (mapped there by the build backend); in a
+source checkout (PYTHONPATH or an editable install) they are at the repository top.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _find(name: str) -> Path:
+    for candidate in (PACKAGE_DIR / name, PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"simflow's {name}/ folder is missing from {PACKAGE_DIR} and its parent; reinstall simflow")
+
+
+def templates_dir() -> Path:
+    return _find("cuda_templates")
+
+
+def configs_dir() -> Path:
+    return _find("gpgpusim_configs")
+
+
+def cache_dir() -> Path:
+    """Compile cache; SIMFLOW_CACHE moves it."""
+    root = os.environ.get("SIMFLOW_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simflow"
+    )
+    return Path(root)

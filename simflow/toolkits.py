@@ -1,0 +1,181 @@
+"""CUDA toolkits on this machine, and compiling a rendered kernel with one of them.
+
+Compiles run under a PATH whose first entry is the toolkit's own bin folder, because
+nvcc finds ptxas, fatbinary and cudafe++ through PATH and would otherwise mix
+toolkits (on these machines /usr/local/bin holds CUDA 13's helpers).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from .errors import ToolError, UserError
+from .resources import cache_dir
+
+CUDA11_HELP = (
+    "GPGPU-Sim needs a CUDA 11.x toolkit. On Debian 12: add 'contrib non-free' to the Components: "
+    "line of /etc/apt/sources.list.d/debian.sources, run 'apt-get update && apt-get install "
+    "nvidia-cuda-toolkit' (CUDA 11.8), or point SIMFLOW_CUDA11 / CUDA_INSTALL_PATH at a CUDA 11.x install"
+)
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    nvcc: Path
+    version: tuple[int, int]
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.nvcc.parent
+
+    @property
+    def version_text(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}"
+
+    def can_target(self, arch: str) -> bool:
+        """CUDA 12+ dropped sm_50..sm_72 (13 keeps sm_75 and newer); 11.x reaches sm_35..sm_90."""
+        cc = int(arch.split("_")[1])
+        if self.version[0] >= 13:
+            return cc >= 75
+        if self.version[0] == 12:
+            return cc >= 50
+        return 35 <= cc <= 90
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+
+def _version_of(nvcc: Path) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _candidates() -> list[Path]:
+    paths = []
+    for var in ("SIMFLOW_CUDA11", "CUDA_INSTALL_PATH", "CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            paths.append(Path(os.environ[var]) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if found:
+        paths.append(Path(found))
+    paths += [
+        Path("/usr/local/cuda/bin/nvcc"),
+        Path("/usr/lib/nvidia-cuda-toolkit/bin/nvcc"),
+        Path("/usr/bin/nvcc"),
+    ]
+    return paths
+
+
+@cache
+def find_toolkits() -> tuple[Toolkit, ...]:
+    """One nvcc per CUDA version found, in the order of preference above."""
+    seen, found = set(), []
+    for path in _candidates():
+        if not path.is_file() or path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        version = _version_of(path)
+        if version and version not in {tk.version for tk in found}:
+            found.append(Toolkit(nvcc=path, version=version))
+    return tuple(found)
+
+
+def toolkit_for(arch: str) -> Toolkit:
+    """The first toolkit that can compile for `arch`."""
+    toolkits = find_toolkits()
+    for tk in toolkits:
+        if tk.can_target(arch):
+            return tk
+    if not toolkits:
+        raise UserError(
+            "no nvcc found (looked at SIMFLOW_CUDA11, CUDA_INSTALL_PATH, CUDA_HOME, PATH, /usr/local/cuda, "
+            "/usr/bin); install a CUDA toolkit or put its bin folder on PATH"
+        )
+    have = ", ".join(f"{tk.nvcc} (CUDA {tk.version_text})" for tk in toolkits)
+    raise UserError(f"no nvcc here can target {arch}; found: {have}")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A kernel compiled to a cubin or PTX, with the resource usage ptxas reported."""
+
+    path: Path
+    toolkit: Toolkit
+    arch: str
+    log: str
+    resources: dict[str, dict[str, int]]  # kernel -> registers, smem, cmem, stack, spill_stores ...
+
+
+_PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)'|Function properties for (\w+)")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(.*)")
+
+
+def parse_ptxas_log(log: str) -> dict[str, dict[str, int]]:
+    """Per-kernel resources from `ptxas -v` output (registers, smem, cmem, stack, spills)."""
+    usage: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        match = _PTXAS_FUNC.search(line)
+        if match:
+            current = match[1] or match[2]
+            usage.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        entry = usage[current]
+        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if frame:
+            entry["stack_bytes"], entry["spill_store_bytes"], entry["spill_load_bytes"] = map(int, frame.groups())
+        used = _PTXAS_USED.search(line)
+        if used:
+            entry["registers"] = int(used[1])
+            smem = re.search(r"(\d+) bytes smem", used[2])
+            entry["static_smem_bytes"] = int(smem[1]) if smem else 0
+            cmem = re.findall(r"(\d+) bytes cmem", used[2])
+            if cmem:  # CUDA 13's ptxas no longer prints it
+                entry["cmem_bytes"] = sum(int(n) for n in cmem)
+    return usage
+
+
+def compile_kernel(source: str, arch: str, fingerprint: str, *, toolkit: Toolkit | None = None,
+                   output: str = "cubin", options: tuple[str, ...] = ()) -> Compiled:
+    """nvcc -cubin (or -ptx) with -Xptxas -v; cached by fingerprint, arch and toolkit version."""
+    tk = toolkit or toolkit_for(arch)
+    if not tk.can_target(arch):
+        raise UserError(f"nvcc {tk.nvcc} (CUDA {tk.version_text}) cannot target {arch}")
+    folder = cache_dir() / "nvcc" / f"cuda{tk.version_text}-{arch}" / fingerprint
+    target = folder / f"kernel.{output}"
+    log_path = folder / "ptxas.log"
+    if target.is_file() and log_path.is_file():
+        log = log_path.read_text()
+        return Compiled(target, tk, arch, log, parse_ptxas_log(log))
+    folder.mkdir(parents=True, exist_ok=True)
+    src = folder / "kernel.cu"
+    src.write_text(source)
+    tmp = folder / f"kernel.{output}.tmp{os.getpid()}"
+    cmd = [str(tk.nvcc), f"-{output}", f"-arch={arch}", "-O3", "-Xptxas", "-v", *options,
+           "-o", str(tmp), str(src)]
+    if output == "ptx":
+        cmd.remove("-Xptxas")
+        cmd.remove("-v")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=tk.env(), timeout=600)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise ToolError(f"nvcc (CUDA {tk.version_text}) failed to compile for {arch}", cmd,
+                        proc.stdout + proc.stderr)
+    log = proc.stdout + proc.stderr
+    log_path.write_text(log)
+    os.replace(tmp, target)
+    return Compiled(target, tk, arch, log, parse_ptxas_log(log))

@@ -1,0 +1,264 @@
+"""Kernel variants: each is a Jinja2 template plus declared parameters, and renders to one source.
+
+A variant knows how its kernels are launched for a problem (grid, block, dynamic shared
+memory, which buffers each kernel takes), so every backend launches the rendered source
+the same way. The rendered source, with the compile options, is the variant's fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from functools import cache
+
+import jinja2
+
+from . import resources
+from .errors import UserError
+from .limits import DeviceLimits, check_constant_memory, check_threads
+from .problems import Problem
+
+TRUE_WORDS = {"1", "true", "on", "yes"}
+FALSE_WORDS = {"0", "false", "off", "no"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A template parameter: its allowed values (the first type decides parsing) and default."""
+
+    name: str
+    choices: tuple
+    default: object
+    help: str
+
+    def parse(self, text: str, variant: str) -> object:
+        kind = type(self.default)
+        if kind is bool:
+            word = text.strip().lower()
+            if word in TRUE_WORDS | FALSE_WORDS:
+                value = word in TRUE_WORDS
+            else:
+                raise UserError(f"{variant}: parameter {self.name} is on/off, got {text!r}")
+        elif kind is int:
+            try:
+                value = int(text)
+            except ValueError:
+                raise UserError(
+                    f"{variant}: parameter {self.name} takes one of {self.choices_text()}, got {text!r}"
+                ) from None
+        else:
+            value = text
+        self.check(value, variant)
+        return value
+
+    def check(self, value: object, variant: str) -> None:
+        if value not in self.choices or type(value) is not type(self.default):
+            raise UserError(
+                f"{variant}: parameter {self.name} takes one of {self.choices_text()}, got {value!r}"
+            )
+
+    def choices_text(self) -> str:
+        return ", ".join(_show(c) for c in self.choices)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch: its name, geometry and the buffers it takes, in order."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int = 0
+    args: tuple[str, ...] = ("x", "w", "y", "batch")
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A rendered variant for one layer geometry; the batch size is chosen at launch."""
+
+    variant: str
+    params: dict
+    problem: Problem
+    source: str
+    precision: str
+    constant_symbols: dict[str, str] = field(default_factory=dict)  # symbol -> host buffer
+    sim_unsupported: str = ""  # why GPGPU-Sim cannot run it, if it cannot
+
+    def launches(self, batch: int) -> list[Launch]:
+        return VARIANTS[self.variant].launches(self, batch)
+
+    def fingerprint(self, options: tuple[str, ...] = ()) -> str:
+        digest = hashlib.sha256(self.source.encode())
+        for opt in options:
+            digest.update(b"\0" + opt.encode())
+        return digest.hexdigest()[:16]
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return [launch.kernel for launch in self.launches(1)]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    template: str
+    summary: str
+    params: tuple[Param, ...]
+    fixed: dict  # template context the variant fixes (e.g. where weights live)
+    precision: str = "float32"
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        valid = ", ".join(p.name for p in self.params)
+        raise UserError(f"{self.name}: unknown parameter {name!r}; valid parameters: {valid}")
+
+    def resolve(self, given: dict | None = None) -> dict:
+        """Defaults filled in, every given value checked; text values (from a CLI) parsed."""
+        given = dict(given or {})
+        resolved = {}
+        for p in self.params:
+            if p.name in given:
+                value = given.pop(p.name)
+                if isinstance(value, str) and not isinstance(p.default, str):
+                    value = p.parse(value, self.name)
+                p.check(value, self.name)
+                resolved[p.name] = value
+            else:
+                resolved[p.name] = p.default
+        for name in given:
+            self.param(name)  # raises with the valid names
+        return resolved
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        if self.template != "shared.cu.j2":
+            return 0
+        tile_in = params["tile"] + problem.K - 1
+        floats = tile_in * (tile_in + (1 if params["pad_row"] else 0))
+        if self.fixed["weights"] == "shared":
+            floats += problem.C * problem.K * problem.K
+        return floats
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile = kernel.problem, kernel.params["tile"]
+        tiles = math.ceil(p.Wout / tile) * math.ceil(p.Hout / tile)
+        args = ("x", "y", "batch") if self.fixed["weights"] == "constant" else ("x", "w", "y", "batch")
+        return [
+            Launch(
+                kernel=f"conv2d_{self.name}",
+                grid=(tiles, p.M, batch),
+                block=(tile, tile, 1),
+                dynamic_smem=4 * self.smem_floats(p, kernel.params),
+                args=args,
+            )
+        ]
+
+    def render(self, problem: Problem, params: dict | None = None) -> Kernel:
+        resolved = self.resolve(params)
+        fix = "use a smaller tile"
+        check_threads((resolved["tile"], resolved["tile"], 1), _GENERIC_LIMITS, fix)
+        constant_symbols = {}
+        if self.fixed["weights"] == "constant":
+            nbytes = 4 * problem.M * problem.C * problem.K * problem.K
+            check_constant_memory(
+                nbytes,
+                f"M*C*K*K = {nbytes // 4:,} weights do not fit; use a variant with weights in "
+                "global or shared memory (global, shared, shared_weights)",
+            )
+            constant_symbols["w_const"] = "w"
+        context = {
+            "variant": self.name,
+            "params": {k: _show(v) for k, v in resolved.items()},
+            "p": _geometry(problem),
+            "kernel": f"conv2d_{self.name}",
+            "smem_floats": self.smem_floats(problem, resolved),
+            **self.fixed,
+            **resolved,
+        }
+        source = _environment().get_template(self.template).render(context)
+        return Kernel(
+            variant=self.name,
+            params=resolved,
+            problem=problem,
+            source=source.strip() + "\n",
+            precision=self.precision,
+            constant_symbols=constant_symbols,
+        )
+
+
+def _geometry(problem: Problem) -> dict:
+    return {
+        "C": problem.C, "M": problem.M, "H": problem.H, "W": problem.W, "K": problem.K,
+        "pad": problem.pad, "Hout": problem.Hout, "Wout": problem.Wout,
+    }
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+# Limits every CUDA GPU shares; device-specific ones are checked by the backends.
+_GENERIC_LIMITS = DeviceLimits(name="any CUDA GPU", compute_capability=(7, 0), sm_count=1)
+
+TILE = Param("tile", (8, 16, 32), 16, "block is tile x tile threads, one output each")
+UNROLL = Param("unroll", ("none", "inner", "both"), "none", "K x K loops: kept, kx written out, all written out")
+RESTRICT = Param("restrict", (False, True), False, "const T* __restrict__ on the pointers")
+PAD_ROW = Param("pad_row", (False, True), False, "shared tile rows padded by one float (bank conflicts)")
+
+_DIRECT = (TILE, UNROLL, RESTRICT)
+_TILED = (TILE, PAD_ROW, UNROLL, RESTRICT)
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("global", "global.cu.j2", "one thread per output; input and weights from global memory",
+                _DIRECT, {"weights": "global"}),
+        Variant("constant", "global.cu.j2", "one thread per output; weights in __constant__ memory",
+                _DIRECT, {"weights": "constant"}),
+        Variant("shared", "shared.cu.j2", "input tile + halo staged in shared memory per channel",
+                _TILED, {"weights": "global"}),
+        Variant("shared_weights", "shared.cu.j2", "shared input tile; the block's filter staged in shared memory too",
+                _TILED, {"weights": "shared"}),
+        Variant("shared_constant", "shared.cu.j2", "shared input tile; weights in __constant__ memory",
+                _TILED, {"weights": "constant"}),
+    )
+}
+
+
+def get_variant(name: str) -> Variant:
+    if name not in VARIANTS:
+        raise UserError(f"unknown variant {name!r}; valid variants: {', '.join(VARIANTS)}")
+    return VARIANTS[name]
+
+
+def render(variant: str, problem: Problem, params: dict | None = None) -> Kernel:
+    return get_variant(variant).render(problem, params)
+
+
+def parse_param_args(pairs: list[str] | None) -> dict:
+    """['tile=16', 'unroll=both'] -> {'tile': '16', 'unroll': 'both'} (values parsed by the variant)."""
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise UserError(f"--param takes NAME=VALUE, got {pair!r}")
+        name, value = pair.split("=", 1)
+        out[name.strip()] = value.strip()
+    return out
