@@ -52,6 +52,20 @@ def _no_gpu_reason() -> str | None:
     return None
 
 
+_PRIMARY: list = []
+
+
+def _primary_context():
+    """The device's primary context, made current once per process and shared by every backend."""
+    if not _PRIMARY:
+        device = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
+        context = device.retain_primary_context()
+        context.push()
+        atexit.register(context.pop)
+        _PRIMARY.append((device, context))
+    return _PRIMARY[0]
+
+
 class GpuBackend(Backend):
     name = "gpu"
 
@@ -69,16 +83,9 @@ class GpuBackend(Backend):
         if reason:
             fix = PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU and driver"
             raise UserError(f"simflow cannot run on a GPU here: {reason}; {fix}")
-        self.device = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
-        self.context = self.device.make_context()
-        atexit.register(self._close)
+        self.device, self.context = _primary_context()
         self.limits = device_limits(self.device)
         self._modules: dict[str, object] = {}
-
-    def _close(self) -> None:
-        if self.context is not None:
-            self.context.pop()
-            self.context = None
 
     def environment(self) -> dict[str, str]:
         major, minor = self.device.compute_capability()

@@ -1,0 +1,93 @@
+"""Every variant against the float64 reference on a real GPU (marker gpu; skipped without one)."""
+
+from __future__ import annotations
+
+import pytest
+from hardware import requires_gpu
+
+from simflow.backends import RunOptions
+from simflow.problems import Problem, get_problem
+from simflow.variants import VARIANTS
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+SHAPES = [
+    Problem(B=3, C=3, M=5, H=23, W=23, K=5, pad=2, name="odd-padded"),
+    Problem(B=2, C=4, M=3, H=37, W=29, K=3, pad=0, name="rect-valid"),
+    get_problem("batch3x3"),
+    get_problem("fmnist-conv2", batch=6),
+]
+
+
+def _configs():
+    """Defaults, then each parameter value changed one at a time."""
+    for name, variant in VARIANTS.items():
+        yield name, {}
+        for p in variant.params:
+            for value in p.choices:
+                if value != p.default:
+                    yield name, {p.name: value}
+
+
+CONFIGS = list(_configs())
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from simflow.backends.gpu import GpuBackend
+
+    return GpuBackend()
+
+
+@pytest.mark.parametrize("problem", SHAPES, ids=[p.name for p in SHAPES])
+@pytest.mark.parametrize("variant,params", CONFIGS,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}" for v, p in CONFIGS])
+def test_matches_reference(gpu, variant, params, problem):
+    kernel = VARIANTS[variant].render(problem, params)
+    result = gpu.run(kernel, problem.B, RunOptions(seed=7, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.metrics["rel_error"] < 1e-5
+    assert result.metrics["registers"] > 0
+    assert result.metrics["time_ms"] > 0
+
+
+def test_fresh_inputs_each_seed(gpu):
+    problem = SHAPES[0]
+    kernel = VARIANTS["shared"].render(problem)
+    a = gpu.run(kernel, problem.B, RunOptions(seed=1, repeats=1))
+    b = gpu.run(kernel, problem.B, RunOptions(seed=2, repeats=1))
+    assert a.passed and b.passed
+    assert a.metrics["rel_error"] != b.metrics["rel_error"]
+
+
+def test_sampled_check_on_large_problem(gpu):
+    problem = get_problem("toycnn")
+    kernel = VARIANTS["shared"].render(problem)
+    result = gpu.run(kernel, 1, RunOptions(repeats=2))
+    assert result.passed, result.reason
+    assert result.environment["check"] == "sample"
+
+
+def test_limits_come_from_the_device(gpu):
+    assert gpu.limits.sm_count > 0
+    assert gpu.limits.smem_per_block_optin >= gpu.limits.smem_per_block
+
+
+def test_batch_over_grid_limit_is_refused(gpu):
+    problem = get_problem("batch3x3", batch=70000)
+    result = gpu.run(VARIANTS["global"].render(problem), problem.B, RunOptions(repeats=1))
+    assert result.status == "refused"
+    assert "grid dimension z" in result.reason
+
+
+def test_cli_run_json(gpu, capsys):
+    import json
+
+    from simflow.cli import main
+
+    code = main(["run", "shared", "--param", "tile=8", "--problem", "fmnist-conv1", "--batch", "2",
+                 "--repeats", "3", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["status"] == "passed"
+    assert out["metrics"]["gflops"] > 0
