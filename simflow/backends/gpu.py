@@ -108,12 +108,14 @@ class GpuBackend(Backend):
         """SourceModule of the rendered source, arch from the device; PyCUDA caches the cubin."""
         key = kernel.fingerprint(COMPILE_OPTIONS)
         if key not in self._modules:
+            folder = cache_dir() / "pycuda"
+            folder.mkdir(parents=True, exist_ok=True)
             self._modules[key] = SourceModule(
                 kernel.source,
                 options=list(COMPILE_OPTIONS),
                 no_extern_c=True,  # the kernels are extern "C" already
                 arch=self.limits.arch,
-                cache_dir=str(cache_dir() / "pycuda"),
+                cache_dir=str(folder),
             )
         return self._modules[key]
 

@@ -1,0 +1,102 @@
+"""The command line as a user meets it: output, exit codes, and clear errors without tracebacks."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hardware import requires_gpu, requires_nvcc
+
+from simflow.backends import backend_class
+from simflow.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def simflow(*args, env=None):
+    """Run `python -m simflow` in a fresh interpreter, as a user would."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
+                          timeout=300)
+
+
+def test_variants_json(capsys):
+    assert main(["variants", "--json"]) == 0
+    data = {v["variant"]: v for v in json.loads(capsys.readouterr().out)}
+    assert set(data) == {"global", "constant", "shared", "shared_weights", "shared_constant"}
+    tile = next(p for p in data["shared"]["params"] if p["name"] == "tile")
+    assert tile == {"name": "tile", "choices": ["8", "16", "32"], "default": "16", "help": tile["help"]}
+
+
+def test_render_to_stdout_and_file(tmp_path, capsys):
+    assert main(["render", "shared", "--param", "tile=8", "--param", "pad_row=on", "--problem", "fmnist-conv2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("// simflow kernel: variant shared\n// parameters: tile=8, pad_row=on")
+    assert "C = 4, M = 16, H = 40, W = 40, K = 7" in out
+    target = tmp_path / "k.cu"
+    assert main(["render", "global", "--shape", "2,3,4,10,10,3,1", "-o", str(target)]) == 0
+    assert "pad=1" in target.read_text()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["render", "tiled"], "unknown variant 'tiled'; valid variants: global, constant, shared"),
+    (["render", "global", "--param", "tile=12"], "tile takes one of 8, 16, 32, got 12"),
+    (["render", "global", "--param", "colour=red"], "valid parameters: tile, unroll, restrict"),
+    (["render", "global", "--problem", "mnist"], "presets: fmnist-conv1"),
+    (["render", "global", "--shape", "1,1,1,4,4,9"], "filter K=9 is larger than the padded input"),
+    (["render", "constant", "--problem", "toycnn"], "constant memory: needs 6,553,600 bytes"),
+])
+def test_user_errors_exit_1_without_traceback(args, words):
+    proc = simflow(*args)
+    assert proc.returncode == 1
+    assert words in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(backend_class("gpu").probe().available, reason="a GPU is present")
+def test_run_without_gpu_says_how_to_get_one():
+    proc = simflow("run", "global", "--problem", "batch3x3")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "simflow cannot run on a GPU here" in proc.stderr
+    assert "pycuda" in proc.stderr.lower()
+
+
+def test_doctor_reports_each_component():
+    proc = simflow("doctor", "--json")
+    assert proc.returncode == 0
+    found = {f["component"]: f for f in json.loads(proc.stdout)}
+    assert "GPU (PyCUDA)" in found and "GPGPU-Sim" in found and "docker" in found
+    assert "CUDA 11.x (for GPGPU-Sim)" in found
+    for f in found.values():
+        assert f["found"] or f["how_to_get"], f
+
+
+def test_doctor_sees_no_simulator_without_root():
+    proc = simflow("doctor", "--json", env={"GPGPUSIM_ROOT": ""})
+    sim = next(f for f in json.loads(proc.stdout) if f["component"] == "GPGPU-Sim")
+    assert not sim["found"] and "GPGPUSIM_ROOT" in sim["detail"]
+
+
+@requires_nvcc
+def test_check_is_the_main_job(tmp_path):
+    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    rows = {r["variant"]: r for r in report["variants"]}
+    assert set(rows) == {"global", "constant", "shared", "shared_weights", "shared_constant"}
+    for row in rows.values():
+        compiled = [v for k, v in row.items() if k.startswith("nvcc ")]
+        assert compiled and all(v.startswith("ok,") for v in compiled)
+    assert "gpu" in report["backends"]
+    if not report["backends"]["gpu"]["available"]:
+        assert report["backends"]["gpu"]["how_to_get"]
+
+
+@requires_gpu
+def test_check_runs_on_the_gpu(tmp_path):
+    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
+    rows = json.loads(proc.stdout)["variants"]
+    assert all(r["gpu"].startswith("passed") for r in rows)

@@ -1,0 +1,120 @@
+import itertools
+
+import jinja2
+import pytest
+
+from simflow.errors import LimitError, UserError
+from simflow.limits import KNOWN_DEVICES, check_threads
+from simflow.problems import Problem, get_problem
+from simflow.variants import VARIANTS, _environment, parse_param_args, render
+
+PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
+
+
+def all_configs():
+    for name, variant in VARIANTS.items():
+        for values in itertools.product(*(p.choices for p in variant.params)):
+            yield name, dict(zip((p.name for p in variant.params), values, strict=True))
+
+
+ALL = list(all_configs())
+
+
+def test_every_combination_renders_deterministically():
+    seen = set()
+    for name, params in ALL:
+        a = render(name, PROBLEM, params)
+        b = render(name, PROBLEM, dict(params))
+        assert a.source == b.source
+        assert a.source.startswith(f"// simflow kernel: variant {name}\n")
+        header = a.source.splitlines()[1]
+        for key in params:
+            assert f"{key}=" in header
+        assert 'extern "C" __global__' in a.source
+        assert f"conv2d_{name}(" in a.source
+        seen.add(a.fingerprint())
+    assert len(seen) == len(ALL)  # every configuration is a distinct kernel
+
+
+def test_fingerprint_covers_source_and_options():
+    k = render("global", PROBLEM)
+    assert k.fingerprint() != k.fingerprint(("-O3",))
+    assert k.fingerprint() != render("global", get_problem("batch3x3")).fingerprint()
+    assert k.fingerprint() == render("global", PROBLEM.with_batch(99)).fingerprint()  # batch is run-time
+
+
+def test_unroll_levels_change_the_loops():
+    none = render("global", PROBLEM, {"unroll": "none"}).source
+    inner = render("global", PROBLEM, {"unroll": "inner"}).source
+    both = render("global", PROBLEM, {"unroll": "both"}).source
+    assert none.count("for (int kx") == 1 and "#pragma unroll 1" in none
+    assert "for (int kx" not in inner and "for (int ky" in inner
+    assert "for (int ky" not in both and both.count("acc +=") == PROBLEM.K * PROBLEM.K
+
+
+def test_restrict_and_padding_options():
+    assert "__restrict__" in render("shared", PROBLEM, {"restrict": True}).source
+    assert "__restrict__" not in render("shared", PROBLEM).source
+    assert "TILE_LD = TILE_IN + 1" in render("shared", PROBLEM, {"pad_row": True}).source
+    valid = render("global", get_problem("fmnist-conv1")).source
+    assert "iy >= 0" not in valid  # no bounds checks without padding
+    assert "iy >= 0" in render("global", PROBLEM).source
+
+
+def test_launch_geometry():
+    k = render("shared_weights", PROBLEM, {"tile": 8})
+    (launch,) = k.launches(3)
+    assert launch.grid == (3 * 3, 5, 3)  # ceil(21/8) * ceil(23/8) tiles, M, B
+    assert launch.block == (8, 8, 1)
+    assert launch.dynamic_smem == 4 * (12 * 12 + 3 * 5 * 5)
+    (const_launch,) = render("constant", PROBLEM).launches(1)
+    assert const_launch.args == ("x", "y", "batch")
+
+
+def test_strict_undefined_in_templates():
+    with pytest.raises(jinja2.UndefinedError):
+        _environment().get_template("global.cu.j2").render({})
+
+
+def test_unknown_variant_lists_valid_ones():
+    with pytest.raises(UserError) as err:
+        render("tiled", PROBLEM)
+    assert all(name in str(err.value) for name in VARIANTS)
+
+
+def test_unknown_parameter_lists_valid_ones():
+    with pytest.raises(UserError, match="valid parameters: tile, pad_row, unroll, restrict"):
+        render("shared", PROBLEM, {"tiles": "16"})
+
+
+@pytest.mark.parametrize("params,words", [
+    ({"tile": "12"}, "tile takes one of 8, 16, 32, got 12"),
+    ({"tile": "big"}, "tile takes one of 8, 16, 32"),
+    ({"unroll": "all"}, "unroll takes one of none, inner, both"),
+    ({"restrict": "maybe"}, "restrict is on/off"),
+    ({"tile": 12}, "tile takes one of 8, 16, 32"),
+])
+def test_bad_values_list_the_choices(params, words):
+    with pytest.raises(UserError, match=words):
+        render("global", PROBLEM, params)
+
+
+def test_cli_style_values_are_parsed():
+    k = render("shared", PROBLEM, parse_param_args(["tile=32", "pad_row=on", "restrict=yes"]))
+    assert k.params == {"tile": 32, "pad_row": True, "unroll": "none", "restrict": True}
+    with pytest.raises(UserError, match="NAME=VALUE"):
+        parse_param_args(["tile"])
+
+
+def test_constant_memory_limit_names_the_limit():
+    with pytest.raises(LimitError) as err:
+        render("constant", get_problem("toycnn"))
+    msg = str(err.value)
+    assert "constant memory" in msg and "6,553,600 bytes" in msg and "65,536 bytes" in msg
+    assert "global" in msg  # says what to use instead
+    render("constant", get_problem("k7net-conv2"))  # 24*12*7*7 floats fit
+
+
+def test_thread_limit():
+    with pytest.raises(LimitError, match="threads per block: needs 4096"):
+        check_threads((64, 64, 1), KNOWN_DEVICES["sm_90"], "use a smaller tile")
