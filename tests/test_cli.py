@@ -95,6 +95,7 @@ def test_check_is_the_main_job(tmp_path):
         assert report["backends"]["gpu"]["how_to_get"]
 
 
+@pytest.mark.gpu
 @requires_gpu
 def test_check_runs_on_the_gpu(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
