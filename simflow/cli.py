@@ -136,6 +136,40 @@ def cmd_check(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_parse(args) -> int:
+    from .gpgpusim_log import iter_catalogue, parse_file
+
+    if args.catalogue:
+        print(_table(list(iter_catalogue())))
+        return 0
+    if not args.log:
+        raise UserError("simflow parse needs a LOG file (or --catalogue)")
+    path = Path(args.log)
+    if not path.is_file():
+        raise UserError(f"no such log file: {path}")
+    log = parse_file(path)
+    frame = log.frame()
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+    if args.json:
+        print(json.dumps({**log.run_facts(), "log": str(path),
+                          "per_kernel": json.loads(frame.to_json(orient="records"))}, indent=2))
+    else:
+        facts = log.run_facts()
+        print(f"{path}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
+        if log.build:
+            print(f"simulator {log.simulator_version} [{log.build}], {len(log.kernels)} kernel launch(es)")
+        if len(frame):
+            shown = frame.set_index("kernel").T
+            if not args.all:
+                from .gpgpusim_log import SUMMARY
+
+                shown = shown.loc[[r for r in ["launch_uid", "complete", "regs", "cta_per_core", "cta_limited_by",
+                                               *SUMMARY] if r in shown.index]]
+            print(shown.to_string())
+    return 0 if log.ok else 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"simflow {__version__}")
@@ -163,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("parse", help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
+    p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")
+    p.add_argument("--json", action="store_true", help="run facts and one record per kernel launch")
+    p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
+    p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
+    p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
+    p.set_defaults(func=cmd_parse)
 
     p = sub.add_parser("doctor", help="what simflow can use here, what is missing and how to get it")
     p.add_argument("--json", action="store_true")

@@ -1,0 +1,316 @@
+"""Parse GPGPU-Sim output into one record per kernel launch, streaming, in bounded memory.
+
+The simulator prints a stats block after each kernel (`kernel_name = ...`). Only a few
+stats are reset per kernel; most counters accumulate over the process, so a kernel's own
+value is the difference of consecutive blocks. Which is which is data: `CATALOGUE`.
+A run is trusted only when it ends with the exit line; otherwise its last kernel is
+incomplete and the run says why (abort, truncation, a binary that never reached the
+simulator).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# kind: "per_kernel" (reset for each kernel, kept as printed), "cumulative" (summed over the
+# process, differenced), "ratio" (recomputed from two differenced counters), "process"
+# (whole-process figure so far, kept as printed).
+
+
+@dataclass(frozen=True)
+class Stat:
+    name: str  # as the simulator prints it
+    kind: str
+    unit: str
+    meaning: str
+    better: str = ""  # "lower", "higher" or "" (neither)
+    printed_as: tuple[str, ...] = ()  # other names forks print for the same stat
+
+
+_C, _K, _P = "cumulative", "per_kernel", "process"
+
+CATALOGUE: tuple[Stat, ...] = (
+    Stat("gpu_sim_cycle", _K, "cycles", "cycles this kernel ran", "lower"),
+    Stat("gpu_sim_insn", _K, "thread insn", "thread instructions this kernel executed", "lower"),
+    Stat("gpu_ipc", _K, "thread insn/cycle", "thread instructions per cycle over the whole GPU", "higher"),
+    Stat("gpu_occupancy", _K, "%", "active warps over the maximum, averaged over active cycles", "higher"),
+    Stat("partiton_level_parallism", _K, "", "memory partitions busy per cycle", "higher"),
+    Stat("L2_BW", _K, "GB/s", "L2 bandwidth this kernel used", ""),
+    Stat("gpu_tot_sim_cycle", _C, "cycles", "cycles of every kernel so far (differenced)", "lower"),
+    Stat("gpu_tot_sim_insn", _C, "thread insn", "thread instructions so far (differenced)", "lower"),
+    Stat("gpu_tot_issued_cta", _C, "CTAs", "thread blocks issued (differenced: this kernel's)", ""),
+    Stat("gpu_tot_ipc", _P, "thread insn/cycle", "IPC of the whole process so far", "higher"),
+    Stat("gpu_tot_occupancy", _P, "%", "occupancy of the whole process so far", "higher"),
+    Stat("gpu_stall_dramfull", _C, "", "stalls: DRAM full", "lower"),
+    Stat("gpu_stall_icnt2sh", _C, "", "stalls: interconnect to shader", "lower"),
+    Stat("L1I_total_cache_accesses", _C, "", "L1 instruction cache accesses", ""),
+    Stat("L1I_total_cache_misses", _C, "", "L1 instruction cache misses", "lower"),
+    Stat("L1D_total_cache_accesses", _C, "", "L1 data cache accesses (sectors)", "lower"),
+    Stat("L1D_total_cache_misses", _C, "", "L1 data cache misses", "lower"),
+    Stat("L1D_total_cache_miss_rate", "ratio", "", "L1D misses over accesses", "lower"),
+    Stat("L1D_total_cache_pending_hits", _C, "", "L1D hits on a line already being fetched", ""),
+    Stat("L1D_total_cache_reservation_fails", _C, "", "L1D accesses refused for lack of resources", "lower"),
+    Stat("L1C_total_cache_accesses", _C, "", "constant cache accesses", ""),
+    Stat("L1C_total_cache_misses", _C, "", "constant cache misses", "lower"),
+    Stat("L1T_total_cache_accesses", _C, "", "texture cache accesses", ""),
+    Stat("L1T_total_cache_misses", _C, "", "texture cache misses", "lower"),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT]", _C, "", "global loads that hit in L1D", "higher"),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", _C, "", "global loads that missed L1D", "lower"),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][SECTOR_MISS]", _C, "", "global loads: sector misses",
+         "lower"),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", _C, "", "global load accesses to L1D", ""),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]", _C, "", "global store accesses to L1D", ""),
+    Stat("gpgpu_n_tot_thrd_icount", _C, "thread insn", "thread instructions issued", "lower"),
+    Stat("gpgpu_n_tot_w_icount", _C, "warp insn", "warp instructions issued", "lower"),
+    Stat("gpgpu_n_stall_shd_mem", _C, "", "pipeline stalls on shared/global memory", "lower"),
+    Stat("gpgpu_n_mem_read_local", _C, "", "local memory reads (spills)", "lower"),
+    Stat("gpgpu_n_mem_write_local", _C, "", "local memory writes (spills)", "lower"),
+    Stat("gpgpu_n_mem_read_global", _C, "", "global memory read requests", "lower"),
+    Stat("gpgpu_n_mem_write_global", _C, "", "global memory write requests", "lower"),
+    Stat("gpgpu_n_mem_texture", _C, "", "texture memory requests", ""),
+    Stat("gpgpu_n_mem_const", _C, "", "constant memory requests", ""),
+    Stat("gpgpu_n_load_insn", _C, "thread insn", "load instructions (thread level)", ""),
+    Stat("gpgpu_n_store_insn", _C, "thread insn", "store instructions (thread level)", ""),
+    Stat("gpgpu_n_shmem_insn", _C, "thread insn", "shared-memory instructions (thread level)", ""),
+    Stat("gpgpu_n_sstarr_insn", _C, "", "shared-memory array instructions", ""),
+    Stat("gpgpu_n_tex_insn", _C, "", "texture instructions", ""),
+    Stat("gpgpu_n_const_mem_insn", _C, "", "constant-memory instructions", ""),
+    Stat("gpgpu_n_param_mem_insn", _C, "", "kernel-parameter loads", ""),
+    Stat("gpgpu_n_shmem_bkconflict", _C, "", "shared-memory bank conflicts (filled by the accel-sim fork)", "lower"),
+    Stat("gpgpu_n_cache_bkconflict", _C, "", "L1 cache bank conflicts", "lower",
+         printed_as=("gpgpu_n_l1cache_bkconflict",)),
+    Stat("gpgpu_n_intrawarp_mshr_merge", _C, "", "MSHR merges within a warp", ""),
+    Stat("gpgpu_n_cmem_portconflict", _C, "", "constant cache port conflicts", "lower"),
+    Stat("gpgpu_stall_shd_mem[c_mem][resource_stall]", _C, "", "stalls: constant memory resources", "lower"),
+    Stat("gpgpu_stall_shd_mem[s_mem][bk_conf]", _C, "", "stalls: shared-memory bank conflicts", "lower"),
+    Stat("gpgpu_stall_shd_mem[gl_mem][resource_stall]", _C, "", "stalls: global memory resources", "lower"),
+    Stat("gpgpu_stall_shd_mem[gl_mem][coal_stall]", _C, "", "stalls: global memory coalescing", "lower"),
+    Stat("gpgpu_stall_shd_mem[gl_mem][data_port_stall]", _C, "", "stalls: L1D data port", "lower"),
+    Stat("gpu_reg_bank_conflict_stalls", _C, "", "register bank conflict stalls", "lower"),
+    Stat("L2_total_cache_accesses", _C, "", "L2 accesses", ""),
+    Stat("L2_total_cache_misses", _C, "", "L2 misses", "lower"),
+    Stat("L2_total_cache_miss_rate", "ratio", "", "L2 misses over accesses", "lower"),
+    Stat("L2_total_cache_pending_hits", _C, "", "L2 hits on a line already being fetched", ""),
+    Stat("L2_total_cache_reservation_fails", _C, "", "L2 accesses refused for lack of resources", "lower"),
+    Stat("total dram reads", _C, "", "DRAM read requests", "lower"),
+    Stat("total dram writes", _C, "", "DRAM write requests", "lower"),
+    Stat("icnt_total_pkts_mem_to_simt", _C, "packets", "interconnect packets memory -> cores", ""),
+    Stat("icnt_total_pkts_simt_to_mem", _C, "packets", "interconnect packets cores -> memory", ""),
+    Stat("gpgpu_simulation_time", _P, "s", "wall time of the simulation so far", "lower"),
+    Stat("gpgpu_simulation_rate_insn", _P, "insn/s", "simulated thread instructions per wall second", "higher"),
+    Stat("gpgpu_simulation_rate_cycle", _P, "cycles/s", "simulated cycles per wall second", "higher"),
+    Stat("gpgpu_silicon_slowdown", _P, "x", "how much slower than the modelled GPU", "lower"),
+)
+STATS = {s.name: s for s in CATALOGUE}
+# The stats a summary table shows first.
+SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "gpu_tot_issued_cta",
+           "gpgpu_n_tot_w_icount", "L1D_total_cache_accesses", "L1D_total_cache_misses", "L1D_total_cache_miss_rate",
+           "gpgpu_n_load_insn", "gpgpu_n_store_insn", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict",
+           "gpgpu_stall_shd_mem[s_mem][bk_conf]", "L2_total_cache_accesses", "L2_total_cache_misses",
+           "total dram reads", "total dram writes", "gpgpu_simulation_time")
+_PRINTED = {alias: s.name for s in CATALOGUE for alias in (s.name, *s.printed_as)}
+_RATIOS = {"L1D_total_cache_miss_rate": ("L1D_total_cache_misses", "L1D_total_cache_accesses"),
+           "L2_total_cache_miss_rate": ("L2_total_cache_misses", "L2_total_cache_accesses")}
+
+_BANNER = re.compile(r"GPGPU-Sim Simulator Version (\S+)\s+\[build ([^\]]+)\]")
+_PTX_KERNEL = re.compile(r"GPGPU-Sim PTX: Kernel '([^']+)' : regs=(\d+), lmem=(\d+), smem=(\d+), cmem=(\d+)")
+_PUSH = re.compile(r"pushing kernel '([^']+)' to stream \d+, gridDim= \((\d+),(\d+),(\d+)\) "
+                   r"blockDim = \((\d+),(\d+),(\d+)\)")
+_CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
+_FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
+                            r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*", re.IGNORECASE)
+_NEWER_CUDART = re.compile(r"libcudart\.so\.(1[2-9])")
+EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
+LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
+
+
+def _value(text: str) -> float:
+    """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float (NaN for -nan)."""
+    match = _NUMBER.search(text)
+    if not match:
+        return math.nan
+    return float(match[0])
+
+
+@dataclass
+class KernelRecord:
+    launch_uid: int
+    kernel: str
+    printed: dict[str, float] = field(default_factory=dict)  # stats as printed in its block
+    metrics: dict[str, float] = field(default_factory=dict)  # per-kernel values (differenced)
+    resources: dict[str, object] = field(default_factory=dict)
+    complete: bool = False
+
+
+@dataclass
+class SimLog:
+    """Everything one simulator process printed, reduced to facts and per-kernel records."""
+
+    status: str = "empty"  # complete, stopped_at_limit, incomplete, aborted, not_simulated, empty
+    reason: str = ""
+    simulator_version: str = ""
+    build: str = ""
+    exit_detected: bool = False
+    stopped_at_limit: bool = False
+    kernels: list[KernelRecord] = field(default_factory=list)
+    program_lines: list[str] = field(default_factory=list)  # lines the simulated program printed (simflow:)
+    lines: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+    def frame(self):
+        """One row per kernel launch: identity, resources, then per-kernel metrics."""
+        import pandas as pd
+
+        rows = [{"launch_uid": k.launch_uid, "kernel": k.kernel, "complete": k.complete, **k.resources,
+                 **k.metrics} for k in self.kernels]
+        return pd.DataFrame(rows)
+
+    def run_facts(self) -> dict:
+        facts = {"status": self.status, "reason": self.reason, "simulator_version": self.simulator_version,
+                 "build": self.build, "exit_detected": self.exit_detected,
+                 "stopped_at_limit": self.stopped_at_limit, "kernels": len(self.kernels)}
+        if self.kernels:
+            last = self.kernels[-1].printed
+            for name in ("gpgpu_simulation_time", "gpgpu_simulation_rate_insn", "gpgpu_simulation_rate_cycle",
+                         "gpgpu_silicon_slowdown"):
+                if name in last:
+                    facts[name] = last[name]
+        return facts
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
+
+
+def parse_file(path: str | Path) -> SimLog:
+    with _open_text(Path(path)) as handle:
+        return parse_lines(handle)
+
+
+def parse_text(text: str) -> SimLog:
+    return parse_lines(io.StringIO(text))
+
+
+def parse_lines(lines: Iterable[str]) -> SimLog:
+    """Stream the log once; memory holds one record per kernel, not the text."""
+    log = SimLog()
+    resources: dict[str, dict] = {}  # kernel name -> regs/lmem/smem/cmem from the PTX info
+    pending: dict[str, object] = {}  # grid, block and CTA limit of the launch about to print stats
+    current: KernelRecord | None = None
+    failures: list[str] = []
+    newer_cudart = None
+    saw_any = False
+    for raw in lines:
+        log.lines += 1
+        line = raw.strip()
+        if not line:
+            continue
+        saw_any = True
+        if current is not None and "=" in line and not line.startswith("GPGPU-Sim"):
+            key, _, rest = line.partition("=")
+            key = key.strip()
+            if key == "gpgpu_simulation_rate":
+                key = "gpgpu_simulation_rate_insn" if "inst/sec" in rest else "gpgpu_simulation_rate_cycle"
+            elif key == "gpgpu_simulation_time":
+                paren = re.search(r"\((\d+) sec\)", rest)
+                current.printed[key] = float(paren[1]) if paren else _value(rest)
+                continue
+            name = _PRINTED.get(key)
+            if name is not None:
+                current.printed[name] = _value(rest)
+                continue
+            if key == "kernel_launch_uid":
+                current.launch_uid = int(_value(rest))
+                continue
+        if line.startswith("kernel_name"):
+            current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=line.partition("=")[2].strip())
+            current.resources = {**resources.get(current.kernel, {}), **pending}
+            pending = {}
+            log.kernels.append(current)
+            continue
+        if line.startswith("GPGPU-Sim"):
+            if EXIT_LINE in line:
+                log.exit_detected = True
+            elif LIMIT_LINE in line:
+                log.stopped_at_limit = True
+            elif match := _PTX_KERNEL.search(line):
+                resources[match[1]] = {"regs": int(match[2]), "lmem": int(match[3]), "smem": int(match[4]),
+                                       "cmem": int(match[5])}
+            elif match := _PUSH.search(line):
+                pending["grid"] = f"{match[2]},{match[3]},{match[4]}"
+                pending["block"] = f"{match[5]},{match[6]},{match[7]}"
+            elif match := _CTA.search(line):
+                pending["cta_per_core"] = int(match[1])
+                pending["cta_limited_by"] = match[2].strip()
+        elif not log.build and "Simulator Version" in line and (match := _BANNER.search(line)):
+            log.simulator_version, log.build = match[1], match[2]
+        elif line.startswith("simflow:"):
+            log.program_lines.append(line)
+        if _FAILURE_HINTS.search(line):
+            failures.append(line)
+        elif newer_cudart is None and (match := _NEWER_CUDART.search(line)):
+            newer_cudart = match[1]
+    _finish(log, failures, newer_cudart, saw_any)
+    return log
+
+
+def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any: bool) -> None:
+    """Difference cumulative counters, mark complete kernels, decide the run's status."""
+    previous: dict[str, float] = {}
+    for record in log.kernels:
+        for name, value in record.printed.items():
+            kind = STATS[name].kind
+            if kind == "cumulative":
+                record.metrics[name] = value - previous.get(name, 0.0)
+            elif kind in ("per_kernel", "process"):
+                record.metrics[name] = value
+        for ratio, (num, den) in _RATIOS.items():
+            if num in record.metrics and den in record.metrics:
+                den_value = record.metrics[den]
+                record.metrics[ratio] = record.metrics[num] / den_value if den_value else math.nan
+        previous = record.printed
+        record.complete = True
+    if log.kernels and not (log.exit_detected and not log.stopped_at_limit):
+        log.kernels[-1].complete = False
+
+    if not saw_any:
+        log.status, log.reason = "empty", "the log is empty"
+    elif not log.build:
+        log.status = "not_simulated"
+        if newer_cudart:
+            log.reason = (f"the program is linked to libcudart.so.{newer_cudart} (CUDA {newer_cudart}), which "
+                          "GPGPU-Sim cannot run; rebuild it with a CUDA 11.x nvcc and --cudart shared")
+        else:
+            log.reason = "this is not GPGPU-Sim output: no simulator banner (the program never reached the simulator)"
+    elif log.stopped_at_limit:
+        log.status = "stopped_at_limit"
+        log.reason = "stopped at a max-cycle/instruction limit; the last kernel is incomplete"
+    elif log.exit_detected:
+        log.status = "complete"
+    elif failures:
+        log.status = "aborted"
+        log.reason = failures[-1]
+    else:
+        log.status = "incomplete"
+        where = f"in kernel {log.kernels[-1].kernel}" if log.kernels else "before any kernel finished"
+        log.reason = f"no exit line: the simulator crashed, timed out or the log was cut ({where})"
+
+
+def iter_catalogue() -> Iterator[dict]:
+    for s in CATALOGUE:
+        yield {"name": s.name, "kind": s.kind, "unit": s.unit, "better": s.better, "meaning": s.meaning,
+               "also_printed_as": ", ".join(s.printed_as)}

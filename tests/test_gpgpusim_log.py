@@ -1,0 +1,150 @@
+"""The simulator-log parser on real GPGPU-Sim output (tests/data, from ../shared/gpgpusim-logs)."""
+
+import gzip
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simflow.gpgpusim_log import CATALOGUE, STATS, parse_file, parse_text
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
+TWO = DATA / "gpgpusim-dev_qv100_global-then-shared.log.gz"
+GLOBAL_ONLY = DATA / "gpgpusim-dev_qv100_global-only.log.gz"
+SHARED_ONLY = DATA / "gpgpusim-dev_qv100_shared-only.log.gz"
+FORK = DATA / "accelsim-fork_qv100_global-then-shared.log.gz"
+
+
+def text(path):
+    return gzip.open(path, "rt").read()
+
+
+def test_values_exactly_as_printed():
+    log = parse_file(TWO)
+    assert log.status == "complete" and log.exit_detected and log.simulator_version == "4.2.0"
+    assert log.build.startswith("gpgpu-sim_git-commit-6b244a5d")
+    first, second = log.kernels
+    assert (first.launch_uid, first.kernel) == (1, "_Z13conv2d_globalPKfS0_Pfiiii")
+    assert (second.launch_uid, second.kernel) == (2, "_Z13conv2d_sharedPKfS0_Pfiiii")
+    m = first.metrics
+    assert m["gpu_sim_cycle"] == 6627 and m["gpu_sim_insn"] == 319488 and m["gpu_ipc"] == 48.21
+    assert m["gpu_occupancy"] == 10.2516 and m["L2_BW"] == 8.3846 and m["gpu_tot_issued_cta"] == 16
+    assert m["L1D_total_cache_accesses"] == 7488 and m["L1D_total_cache_misses"] == 1200
+    assert m["L1D_total_cache_miss_rate"] == pytest.approx(0.1603, abs=5e-5)
+    assert m["gpgpu_n_load_insn"] == 73728 and m["gpgpu_n_store_insn"] == 4096 and m["gpgpu_n_shmem_insn"] == 0
+    assert first.resources == {"regs": 32, "lmem": 0, "smem": 0, "cmem": 392, "grid": "1,1,16",
+                               "block": "16,16,1", "cta_per_core": 8, "cta_limited_by": "threads regs"}
+    assert second.resources["regs"] == 40 and second.resources["cta_limited_by"] == "regs"
+    # reset-per-kernel values are kept as printed for the second kernel
+    assert second.metrics["gpu_sim_cycle"] == 7222 and second.metrics["gpu_ipc"] == 71.311
+    facts = log.run_facts()
+    assert facts["gpgpu_simulation_time"] == 6 and facts["gpgpu_simulation_rate_insn"] == 139082
+    assert facts["gpgpu_silicon_slowdown"] == 626949
+
+
+def test_second_block_differenced_equals_the_shared_only_run():
+    both = parse_file(TWO).kernels[1].metrics
+    alone = parse_file(SHARED_ONLY).kernels[0].metrics
+    cumulative = [s.name for s in CATALOGUE if s.kind == "cumulative"]
+    compared = 0
+    for name in cumulative:
+        if name in ("L2_total_cache_misses", "total dram reads", "total dram writes"):
+            continue  # the data was already in L2 for the second kernel
+        assert both[name] == alone[name], name
+        compared += 1
+    assert compared > 40
+    assert both["gpgpu_n_shmem_insn"] == 42048 and both["L1D_total_cache_accesses"] == 2672
+
+
+def test_first_block_equals_the_global_only_run():
+    assert parse_file(TWO).kernels[0].metrics == parse_file(GLOBAL_ONLY).kernels[0].metrics
+
+
+def test_fork_names_and_nan():
+    log = parse_file(FORK)
+    assert log.status == "complete" and log.build.startswith("gpgpu-sim_git-commit-667834cf")
+    shared = log.kernels[1].metrics
+    assert math.isnan(log.kernels[0].metrics["gpu_occupancy"])  # printed as -nan%
+    assert shared["gpgpu_n_shmem_bkconflict"] == 1296  # the fork fills it
+    assert "gpgpu_n_cache_bkconflict" in shared  # printed as gpgpu_n_l1cache_bkconflict
+    upstream = parse_file(TWO).kernels[1].metrics
+    assert upstream["gpgpu_n_shmem_bkconflict"] == 0 and upstream["gpgpu_stall_shd_mem[s_mem][bk_conf]"] == 1296
+
+
+def test_bad_config_abort_is_a_failed_run_with_the_assertion():
+    log = parse_file(DATA / "gpgpusim-dev_bad-config_assert-abort.log.gz")
+    assert log.status == "aborted" and not log.ok
+    assert "Assertion `0 <= l1_ratio && l1_ratio <= 1' failed" in log.reason
+    assert log.kernels == []
+
+
+def test_log_cut_in_the_middle_of_a_kernel_is_incomplete():
+    lines = text(TWO).splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if line.startswith("kernel_name = _Z13conv2d_shared")) + 40
+    log = parse_text("".join(lines[:cut]))
+    assert log.status == "incomplete" and "no exit line" in log.reason and "conv2d_shared" in log.reason
+    assert [k.complete for k in log.kernels] == [True, False]
+    assert log.kernels[0].metrics["gpu_sim_cycle"] == 6627
+
+
+def test_stopped_at_a_limit():
+    body = text(GLOBAL_ONLY).replace("GPGPU-Sim: *** exit detected ***",
+                                     "GPGPU-Sim: ** break due to reaching the maximum cycles (or instructions) **\n"
+                                     "GPGPU-Sim: *** exit detected ***")
+    log = parse_text(body)
+    assert log.status == "stopped_at_limit" and log.stopped_at_limit and not log.kernels[-1].complete
+
+
+def test_cuda13_binary_gets_a_clear_reason():
+    log = parse_file(DATA / "cuda13-binary_not-simulated.log.gz")
+    assert log.status == "not_simulated"
+    assert "libcudart.so.13" in log.reason and "CUDA 11.x" in log.reason
+
+
+@pytest.mark.parametrize("body,status", [("", "empty"), ("hello\nworld\n", "not_simulated"),
+                                         ("\x00\xff garbage = 12\n", "not_simulated")])
+def test_not_simulator_output(body, status):
+    log = parse_text(body)
+    assert log.status == status and log.reason
+
+
+def test_catalogue_is_data():
+    assert len({s.name for s in CATALOGUE}) == len(CATALOGUE)
+    for s in CATALOGUE:
+        assert s.kind in ("cumulative", "per_kernel", "process", "ratio")
+        assert s.better in ("", "lower", "higher") and s.meaning
+    for name in ("gpu_sim_cycle", "gpu_ipc", "gpu_occupancy", "L1D_total_cache_accesses", "L1D_total_cache_misses",
+                 "L1D_total_cache_miss_rate", "gpgpu_n_shmem_insn", "gpgpu_n_load_insn", "gpgpu_n_store_insn",
+                 "gpu_tot_issued_cta"):
+        assert name in STATS
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "simflow", "parse", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def test_cli_json_and_csv(tmp_path):
+    proc = _cli(TWO, "--json", "--csv", tmp_path / "k.csv")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "complete" and out["log"].endswith(".log.gz")
+    assert [k["kernel"] for k in out["per_kernel"]] == ["_Z13conv2d_globalPKfS0_Pfiiii",
+                                                         "_Z13conv2d_sharedPKfS0_Pfiiii"]
+    assert out["per_kernel"][1]["gpgpu_n_shmem_insn"] == 42048
+    import pandas as pd
+
+    frame = pd.read_csv(tmp_path / "k.csv")
+    assert list(frame.gpu_sim_cycle) == [6627, 7222]
+
+
+def test_cli_failed_logs_exit_2_with_reason(tmp_path):
+    proc = _cli(DATA / "gpgpusim-dev_bad-config_assert-abort.log.gz")
+    assert proc.returncode == 2 and "aborted" in proc.stdout and "Assertion" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    missing = _cli(tmp_path / "nope.log")
+    assert missing.returncode == 1 and "no such log file" in missing.stderr
