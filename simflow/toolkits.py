@@ -47,9 +47,21 @@ class Toolkit:
             return cc >= 50
         return 35 <= cc <= 90
 
+    def helper_dirs(self) -> list[Path]:
+        """Folders of this toolkit's ptxas, fatbinary, nvlink, cudafe++. Debian's CUDA 11 keeps nvcc in
+        /usr/lib/nvidia-cuda-toolkit/bin and the helpers in /usr/bin."""
+        dirs = [self.bin_dir]
+        if not (self.bin_dir / "ptxas").exists():
+            for candidate in (self.nvcc.resolve().parent, Path("/usr/bin")):
+                if (candidate / "ptxas").exists() and _version_of(candidate / "ptxas") == self.version:
+                    dirs.append(candidate)
+                    break
+        return dirs
+
     def env(self) -> dict[str, str]:
+        """PATH with this toolkit's folders first, so nvcc cannot pick up another toolkit's helpers."""
         env = dict(os.environ)
-        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
+        env["PATH"] = os.pathsep.join([*map(str, self.helper_dirs()), env.get("PATH", "")])
         return env
 
 

@@ -1,0 +1,80 @@
+"""Parser throughput and peak memory on a large log made by repeating a real one.
+
+    python benchmarks/parser.py [--size-gb 1.0] [--log tests/data/...log.gz] [--keep FILE]
+
+The large log is the real two-kernel log repeated (each copy is a whole process's output,
+so the parser sees thousands of kernel blocks). The parse runs in a child process so its
+peak RSS is its own; the baseline is a plain line loop over the same file in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_LOG = ROOT / "tests" / "data" / "gpgpusim-dev_qv100_global-then-shared.log.gz"
+
+CHILD = """
+import resource, sys, time
+sys.path.insert(0, {root!r})
+t = time.perf_counter()
+if sys.argv[2] == "parse":
+    from simflow.gpgpusim_log import parse_file
+    log = parse_file(sys.argv[1])
+    n = len(log.kernels)
+else:
+    n = 0
+    with open(sys.argv[1], errors="replace") as f:
+        for line in f:
+            n += 1
+dt = time.perf_counter() - t
+print(dt, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def make_log(source: Path, target: Path, size: float) -> None:
+    chunk = gzip.open(source, "rb").read()
+    copies = max(1, int(size / len(chunk)))
+    with open(target, "wb") as out:
+        for _ in range(copies):
+            out.write(chunk)
+
+
+def measure(path: Path, mode: str) -> tuple[float, int, int]:
+    proc = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), str(path), mode],
+                          capture_output=True, text=True, check=True)
+    seconds, count, rss_kb = proc.stdout.split()
+    return float(seconds), int(count), int(rss_kb)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-gb", type=float, default=1.0)
+    ap.add_argument("--log", type=Path, default=DEFAULT_LOG)
+    ap.add_argument("--keep", type=Path, help="write the large log here and keep it")
+    args = ap.parse_args(argv)
+    target = args.keep or Path(tempfile.mkdtemp()) / "big.log"
+    make_log(args.log, target, args.size_gb * 1e9)
+    size_mb = target.stat().st_size / 1e6
+    try:
+        base_s, lines, base_rss = measure(target, "lines")
+        parse_s, kernels, parse_rss = measure(target, "parse")
+    finally:
+        if not args.keep:
+            os.unlink(target)
+    print(f"log: {size_mb:.0f} MB, {lines:,} lines, {kernels:,} kernel blocks (from {args.log.name})")
+    print(f"{'':24s}{'seconds':>10s}{'MB/s':>10s}{'peak RSS MB':>14s}")
+    print(f"{'plain line loop':24s}{base_s:10.1f}{size_mb / base_s:10.1f}{base_rss / 1024:14.1f}")
+    print(f"{'simflow parse_file':24s}{parse_s:10.1f}{size_mb / parse_s:10.1f}{parse_rss / 1024:14.1f}")
+    print(f"parser / line loop time: {parse_s / base_s:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""The standalone simulator program: same kernel text, same launch, builds with CUDA 13 (syntax) and 11.x."""
+
+import subprocess
+
+import pytest
+from hardware import CUDA11, MODERN_NVCC, requires_cuda11, requires_nvcc
+
+from simflow.errors import UserError
+from simflow.problems import get_problem
+from simflow.standalone import build_program, cuda11_toolkit, render_program
+from simflow.toolkits import Toolkit
+from simflow.variants import VARIANTS, render
+
+PROBLEM = get_problem("batch3x3")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_program_embeds_the_rendered_kernel_verbatim(variant):
+    kernel = render(variant, PROBLEM, {"unroll": "inner"})
+    program = render_program(kernel, PROBLEM.B)
+    assert kernel.source.rstrip("\n") in program.source
+    (launch,) = kernel.launches(PROBLEM.B)
+    assert f"grid({', '.join(map(str, launch.grid))})" in program.source
+    assert f"<<<grid, block, {launch.dynamic_smem}>>>" in program.source
+    if kernel.constant_symbols:
+        assert "cudaMemcpyToSymbol(w_const" in program.source
+    assert program.fingerprint == render_program(kernel, PROBLEM.B).fingerprint
+    assert program.fingerprint != render_program(kernel, PROBLEM.B + 1).fingerprint
+
+
+@pytest.mark.nvcc
+@requires_nvcc
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_program_compiles_with_cuda13(variant, tmp_path):
+    program = render_program(render(variant, PROBLEM), PROBLEM.B)
+    obj = build_program(program, MODERN_NVCC, ("-O3", "-c", "-arch=sm_90", "-Werror", "all-warnings"),
+                        folder=tmp_path)
+    assert obj.stat().st_size > 0
+
+
+@pytest.mark.cuda11
+@requires_cuda11
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_program_builds_for_the_simulator(variant, tmp_path):
+    binary = build_program(render_program(render(variant, PROBLEM), PROBLEM.B), folder=tmp_path)
+    ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+    assert "libcudart.so.11" in ldd  # the shared runtime, so the simulator's library can stand in
+    ptx = subprocess.run([str(CUDA11.bin_dir / "cuobjdump") if (CUDA11.bin_dir / "cuobjdump").exists()
+                          else "cuobjdump", "-lptx", str(binary)], capture_output=True, text=True).stdout
+    assert "sm_70" in ptx
+
+
+def test_newer_toolkits_are_refused_for_the_simulator(monkeypatch):
+    from simflow import standalone
+
+    fake = (Toolkit(nvcc=MODERN_NVCC.nvcc if MODERN_NVCC else __import__("pathlib").Path("/x/nvcc"),
+                    version=(13, 0)),)
+    monkeypatch.setattr(standalone, "find_toolkits", lambda: fake)
+    with pytest.raises(UserError, match=r"only programs built with CUDA 11.x; found .*CUDA 13.0.*apt-get"):
+        cuda11_toolkit()
