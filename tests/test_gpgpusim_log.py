@@ -148,3 +148,16 @@ def test_cli_failed_logs_exit_2_with_reason(tmp_path):
     assert "Traceback" not in proc.stderr
     missing = _cli(tmp_path / "nope.log")
     assert missing.returncode == 1 and "no such log file" in missing.stderr
+
+
+def test_examples_of_simflows_own_kernels():
+    examples = ROOT / "examples"
+    glob = parse_file(examples / "accelsim-fork_qv100_batch3x3_global.log.gz")
+    shared = parse_file(examples / "accelsim-fork_qv100_batch3x3_shared.log.gz")
+    assert glob.ok and shared.ok
+    assert any(line.startswith("simflow: PASS") for line in glob.program_lines)
+    assert any(line.startswith("simflow: PASS") for line in shared.program_lines)
+    g, s = glob.kernels[0], shared.kernels[0]
+    assert (g.kernel, s.kernel) == ("conv2d_global", "conv2d_shared")  # extern "C": readable names
+    assert g.metrics["gpgpu_n_shmem_insn"] == 0 and s.metrics["gpgpu_n_shmem_insn"] > 0
+    assert s.metrics["L1D_total_cache_accesses"] < g.metrics["L1D_total_cache_accesses"]
