@@ -126,6 +126,13 @@ _CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
                             r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*", re.IGNORECASE)
+
+
+def _may_fail(line: str) -> bool:
+    """Cheap substring test before the failure regex (most lines are plain stats)."""
+    return ("ssert" in line or "rror" in line or "ERROR" in line or "fault" in line or "bort" in line
+            or "dump" in line or "terminate" in line)
+
 _NEWER_CUDART = re.compile(r"libcudart\.so\.(1[2-9])")
 EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
 LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
@@ -220,7 +227,7 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
         if not line:
             continue
         saw_any = True
-        if current is not None and "=" in line and not line.startswith("GPGPU-Sim"):
+        if current is not None and "=" in line and not line.startswith(("GPGPU-Sim", "simflow:")):
             key, _, rest = line.partition("=")
             key = key.strip()
             if key == "gpgpu_simulation_rate":
@@ -236,6 +243,8 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             if key == "kernel_launch_uid":
                 current.launch_uid = int(_value(rest))
                 continue
+            if key != "kernel_name" and "ssert" not in line:
+                continue  # the bulk of a block: per-core, per-bank and DRAM lines simflow does not keep
         if line.startswith("kernel_name"):
             current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=line.partition("=")[2].strip())
             current.resources = {**resources.get(current.kernel, {}), **pending}
@@ -260,9 +269,9 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             log.simulator_version, log.build = match[1], match[2]
         elif line.startswith("simflow:"):
             log.program_lines.append(line)
-        if _FAILURE_HINTS.search(line):
+        if _may_fail(line) and _FAILURE_HINTS.search(line):
             failures.append(line)
-        elif newer_cudart is None and (match := _NEWER_CUDART.search(line)):
+        elif newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):
             newer_cudart = match[1]
     _finish(log, failures, newer_cudart, saw_any)
     return log
