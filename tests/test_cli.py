@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def simflow(*args, env=None):
     """Run `python -m simflow` in a fresh interpreter, as a user would."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
                           timeout=300)
 
