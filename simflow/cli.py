@@ -10,7 +10,7 @@ from pathlib import Path
 from . import __version__
 from .errors import ToolError, UserError
 from .problems import PRESET_NOTES, PRESETS, Problem, get_problem
-from .variants import VARIANTS, _show, get_variant, parse_param_args
+from .variants import VARIANTS, get_variant, parse_param_args, show_value
 
 
 def _problem_args(parser: argparse.ArgumentParser, default: str | None = "batch3x3") -> None:
@@ -41,7 +41,7 @@ def _table(rows: list[dict]) -> str:
 def cmd_variants(args) -> int:
     data = [
         {"variant": v.name, "summary": v.summary, "precision": v.precision,
-         "params": [{"name": p.name, "choices": [_show(c) for c in p.choices], "default": _show(p.default),
+         "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
                      "help": p.help} for p in v.params]}
         for v in VARIANTS.values()
     ]
@@ -85,7 +85,7 @@ def cmd_run(args) -> int:
     if args.json:
         print(result.to_json())
     else:
-        params = " ".join(f"{k}={_show(v)}" for k, v in result.params.items())
+        params = " ".join(f"{k}={show_value(v)}" for k, v in result.params.items())
         print(f"{result.variant} [{params}] on {problem.describe()}, backend gpu: {result.status}")
         if result.reason:
             print(f"reason: {result.reason}")

@@ -19,7 +19,7 @@ from .errors import ToolError, UserError
 from .reference import TOLERANCE
 from .resources import cache_dir
 from .toolkits import CUDA11_HELP, Toolkit, find_toolkits
-from .variants import Kernel, _environment
+from .variants import Kernel, template_environment
 
 SIM_BUILD_OPTIONS = ("-O3", "--cudart", "shared", "-gencode", "arch=compute_70,code=compute_70")
 
@@ -36,7 +36,7 @@ class Program:
 
 
 def render_program(kernel: Kernel, batch: int) -> Program:
-    source = _environment().get_template("standalone.cu.j2").render(
+    source = template_environment().get_template("standalone.cu.j2").render(
         variant=kernel.variant,
         batch=batch,
         fingerprint=kernel.fingerprint(),

@@ -59,10 +59,10 @@ class Param:
             )
 
     def choices_text(self) -> str:
-        return ", ".join(_show(c) for c in self.choices)
+        return ", ".join(show_value(c) for c in self.choices)
 
 
-def _show(value: object) -> str:
+def show_value(value: object) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
@@ -180,14 +180,14 @@ class Variant:
             constant_symbols["w_const"] = "w"
         context = {
             "variant": self.name,
-            "params": {k: _show(v) for k, v in resolved.items()},
+            "params": {k: show_value(v) for k, v in resolved.items()},
             "p": _geometry(problem),
             "kernel": f"conv2d_{self.name}",
             "smem_floats": self.smem_floats(problem, resolved),
             **self.fixed,
             **resolved,
         }
-        source = _environment().get_template(self.template).render(context)
+        source = template_environment().get_template(self.template).render(context)
         return Kernel(
             variant=self.name,
             params=resolved,
@@ -206,7 +206,7 @@ def _geometry(problem: Problem) -> dict:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
         undefined=jinja2.StrictUndefined,

@@ -6,7 +6,7 @@ import pytest
 from simflow.errors import LimitError, UserError
 from simflow.limits import KNOWN_DEVICES, check_threads
 from simflow.problems import Problem, get_problem
-from simflow.variants import VARIANTS, _environment, parse_param_args, render
+from simflow.variants import VARIANTS, parse_param_args, render, template_environment
 
 PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
 
@@ -73,7 +73,7 @@ def test_launch_geometry():
 
 def test_strict_undefined_in_templates():
     with pytest.raises(jinja2.UndefinedError):
-        _environment().get_template("global.cu.j2").render({})
+        template_environment().get_template("global.cu.j2").render({})
 
 
 def test_unknown_variant_lists_valid_ones():

@@ -97,7 +97,7 @@ class GpuBackend(Backend):
             "pycuda": pycuda.VERSION_TEXT,
         }
 
-    def check_limits(self, launches: list[Launch], kernel: Kernel) -> None:
+    def check_limits(self, launches: list[Launch]) -> None:
         fix = "use a smaller tile or another variant (simflow variants lists them)"
         for launch in launches:
             check_threads(launch.block, self.limits, "use a smaller tile")
@@ -127,7 +127,7 @@ class GpuBackend(Backend):
         )
         launches = kernel.launches(batch)
         try:
-            self.check_limits(launches, kernel)
+            self.check_limits(launches)
         except LimitError as exc:
             result.status, result.reason = "refused", str(exc)
             return result
