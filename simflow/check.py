@@ -11,6 +11,8 @@ from .problems import Problem
 from .toolkits import compile_kernel, find_toolkits
 from .variants import VARIANTS
 
+SIM_MAX_FLOPS = 50e6  # a check simulates only small problems (batch3x3 is 0.3 MFLOP, about 3 s per variant)
+
 
 @dataclass
 class CheckReport:
@@ -61,10 +63,16 @@ def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckRep
             row[col] = (f"ok, {usage.get('registers', '?')} regs, "
                         f"{usage.get('spill_store_bytes', 0)} B spilled")
         for bname, backend in backends.items():
+            if bname == "gpgpusim" and problem.flops > SIM_MAX_FLOPS:
+                row[bname] = (f"skipped: {problem.flops / 1e9:.2f} GFLOP is too much to simulate in a check "
+                              "(about 0.2 M thread instructions per second); try --problem batch3x3")
+                continue
             result = backend.run(kernel, problem.B, options)
             text = result.status
             if "time_ms" in result.metrics:
                 text += f", {result.metrics['time_ms']:.4f} ms, {result.metrics['gflops']:.1f} GFLOP/s"
+            if "gpu_sim_cycle" in result.metrics:
+                text += f", {result.metrics['gpu_sim_cycle']:.0f} cycles, IPC {result.metrics['gpu_ipc']:.1f}"
             if result.reason:
                 text += f" ({result.reason.splitlines()[0]})"
             row[bname] = text

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import ToolError, UserError
+from .gpgpusim_log import SUMMARY
 from .problems import PRESET_NOTES, PRESETS, Problem, get_problem
 from .variants import VARIANTS, get_variant, parse_param_args, show_value
 
@@ -96,6 +97,64 @@ def cmd_run(args) -> int:
     return 0 if result.passed else 2
 
 
+_SIM_SHOWN = ("regs", "smem", "cta_per_core", *SUMMARY)
+
+
+def _print_result(result, problem: Problem) -> None:
+    params = " ".join(f"{k}={show_value(v)}" for k, v in result.params.items())
+    print(f"{result.variant} [{params}] on {problem.describe()}, backend {result.backend}: {result.status}")
+    if result.reason:
+        print(f"reason: {result.reason}")
+
+
+def cmd_sim(args) -> int:
+    from .backends import RunOptions
+    from .backends.gpgpusim import GpgpusimBackend
+
+    problem = _problem(args)
+    kernel = get_variant(args.variant).render(problem, parse_param_args(args.param))
+    backend = GpgpusimBackend(config=args.config, docker_image=args.docker, timeout_s=args.timeout,
+                              results=Path(args.results) if args.results else None)
+    if not args.json:
+        where = f"in Docker image {args.docker}" if args.docker else "natively"
+        print(f"simulating {kernel.variant} on {problem.describe()} under {backend.config.name} {where} ...",
+              file=sys.stderr)
+    result = backend.run(kernel, problem.B, RunOptions(seed=args.seed))
+    if args.json:
+        print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
+        return 0 if result.passed else 2
+    _print_result(result, problem)
+    groups = result.split_metrics()
+    run_level = groups.pop("", {})
+    if not groups and result.kernels:  # one kernel: its stats are the unprefixed ones
+        groups = {result.kernels[0]: run_level}
+    table = {kern: {n: v for n, v in values.items() if n in _SIM_SHOWN} for kern, values in groups.items()}
+    if any(table.values()):
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.float_format", "{:.6g}".format):
+            print(pd.DataFrame(table).reindex([n for n in _SIM_SHOWN if any(n in t for t in table.values())])
+                  .to_string())
+    for key in ("sim_wall_s", "rel_error"):
+        if key in result.metrics:
+            print(f"{key}: {result.metrics[key]:.4g}")
+    for key, path in result.artifacts.items():
+        if key in ("run_dir", "log"):
+            print(f"{key}: {path}")
+    return 0 if result.passed else 2
+
+
+def cmd_sim_exec(args) -> int:
+    from .backends.gpgpusim import execute
+
+    folder = Path(args.folder)
+    if not (folder / "run.json").is_file():
+        raise UserError(f"{folder} is not a prepared simflow run folder (no run.json)")
+    facts = execute(folder)
+    print(json.dumps(facts, indent=2))
+    return 1 if "setup_error" in facts else 0
+
+
 def cmd_doctor(args) -> int:
     from .doctor import diagnose
 
@@ -130,7 +189,6 @@ def cmd_check(args) -> int:
         print(f"  {name}: {'present' if b['available'] else 'ABSENT'}: {b['detail']}")
         if not b["available"] and b["how_to_get"]:
             print(f"      how to get it: {b['how_to_get']}")
-    print("  gpgpusim: not part of this simflow version yet (see 'simflow doctor' for the simulator's parts)")
     failed = [r["variant"] for r in report.rows
               if any(str(v).startswith("FAILED") for v in r.values())]
     return 1 if failed else 0
@@ -162,8 +220,6 @@ def cmd_parse(args) -> int:
         if len(frame):
             shown = frame.set_index("kernel").T
             if not args.all:
-                from .gpgpusim_log import SUMMARY
-
                 shown = shown.loc[[r for r in ["launch_uid", "complete", "regs", "cta_per_core", "cta_limited_by",
                                                *SUMMARY] if r in shown.index]]
             print(shown.to_string())
@@ -197,6 +253,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("sim", help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--config", "-c", default="SM7_QV100",
+                   help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
+    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds before the simulator is killed")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--results", help="results folder (default: $SIMFLOW_RESULTS or ./simflow-results)")
+    p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, log, ...")
+    p.set_defaults(func=cmd_sim)
+
+    p = sub.add_parser("sim-exec", help="execute a prepared simulator run folder here (what --docker runs)")
+    p.add_argument("folder")
+    p.set_defaults(func=cmd_sim_exec)
 
     p = sub.add_parser("parse", help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
     p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")

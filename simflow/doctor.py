@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from .backends import backend_class
 from .toolkits import CUDA11_HELP, find_toolkits
-
-SIMULATOR_HELP = (
-    "build GPGPU-Sim (gpgpu-sim/gpgpu-sim_distribution or accel-sim/gpgpu-sim_distribution, branch dev) "
-    "with a CUDA 11.x toolkit: 'source setup_environment release && make', which sets GPGPUSIM_ROOT; "
-    "or use the Docker image from docker/Dockerfile"
-)
 
 
 @dataclass(frozen=True)
@@ -75,16 +67,8 @@ def toolkit_findings() -> list[Finding]:
 
 
 def simulator_finding() -> Finding:
-    root = os.environ.get("GPGPUSIM_ROOT")
-    if not root:
-        return Finding("GPGPU-Sim", False, "GPGPUSIM_ROOT is not set", SIMULATOR_HELP)
-    libs = sorted(Path(root).glob("lib/*/cuda-*/release/libcudart.so*"))
-    config = Path(root) / "configs" / "tested-cfgs" / "SM7_QV100" / "gpgpusim.config"
-    if not libs:
-        return Finding("GPGPU-Sim", False, f"GPGPUSIM_ROOT={root} has no built lib/*/cuda-*/release/libcudart.so",
-                       SIMULATOR_HELP)
-    detail = f"{root} (runtime {libs[0]})" + ("" if config.is_file() else "; SM7_QV100 config missing")
-    return Finding("GPGPU-Sim", True, detail)
+    avail = backend_class("gpgpusim").probe()
+    return Finding("GPGPU-Sim", avail.available, avail.detail, avail.how_to_get)
 
 
 def docker_finding() -> Finding:

@@ -125,7 +125,7 @@ _PUSH = re.compile(r"pushing kernel '([^']+)' to stream \d+, gridDim= \((\d+),(\
 _CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
-                            r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*", re.IGNORECASE)
+                            r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*|\*\* ERROR", re.IGNORECASE)
 
 
 def _may_fail(line: str) -> bool:
@@ -221,6 +221,7 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
     failures: list[str] = []
     newer_cudart = None
     saw_any = False
+    last_pushed, pushed_since_block = "", False
     for raw in lines:
         log.lines += 1
         line = raw.strip()
@@ -241,14 +242,21 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 current.printed[name] = _value(rest)
                 continue
             if key == "kernel_launch_uid":
-                current.launch_uid = int(_value(rest))
+                uid = _value(rest)  # empty in the block printed again when a limit stops the run
+                if not math.isnan(uid):
+                    current.launch_uid = int(uid)
                 continue
             if key != "kernel_name" and "ssert" not in line:
                 continue  # the bulk of a block: per-core, per-bank and DRAM lines simflow does not keep
         if line.startswith("kernel_name"):
-            current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=line.partition("=")[2].strip())
+            name = line.partition("=")[2].strip()
+            if not name and log.kernels and not pushed_since_block:
+                current = log.kernels[-1]  # a limit stop prints the last kernel's block again, unnamed
+                continue
+            current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=name or last_pushed or "(unnamed)")
             current.resources = {**resources.get(current.kernel, {}), **pending}
             pending = {}
+            pushed_since_block = False
             log.kernels.append(current)
             continue
         if line.startswith("GPGPU-Sim"):
@@ -260,6 +268,7 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 resources[match[1]] = {"regs": int(match[2]), "lmem": int(match[3]), "smem": int(match[4]),
                                        "cmem": int(match[5])}
             elif match := _PUSH.search(line):
+                last_pushed, pushed_since_block = match[1], True
                 pending["grid"] = f"{match[2]},{match[3]},{match[4]}"
                 pending["block"] = f"{match[5]},{match[6]},{match[7]}"
             elif match := _CTA.search(line):

@@ -33,3 +33,8 @@ def cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simflow"
     )
     return Path(root)
+
+
+def results_dir() -> Path:
+    """Where runs are kept (run folders, later the results database); SIMFLOW_RESULTS moves it."""
+    return Path(os.environ.get("SIMFLOW_RESULTS") or "simflow-results")

@@ -58,17 +58,18 @@ def cuda11_toolkit() -> Toolkit:
     raise UserError(f"GPGPU-Sim runs only programs built with CUDA 11.x; found {found}. {CUDA11_HELP}")
 
 
-def build_program(program: Program, toolkit: Toolkit | None = None, options: tuple[str, ...] = SIM_BUILD_OPTIONS,
-                  folder: Path | None = None) -> Path:
-    """Compile the program; cached by its fingerprint, the toolkit version and the options."""
+def build_program(source: str, name: str = "program", toolkit: Toolkit | None = None,
+                  options: tuple[str, ...] = SIM_BUILD_OPTIONS, folder: Path | None = None) -> Path:
+    """Compile a program's source; cached by the source, the toolkit version and the options.
+    `name` labels the cache folder (the variant); `folder` puts the build somewhere else."""
     tk = toolkit or cuda11_toolkit()
-    key = hashlib.sha256((program.fingerprint + tk.version_text + " ".join(options)).encode()).hexdigest()[:16]
-    folder = folder or cache_dir() / "programs" / f"{program.kernel.variant}-{key}"
+    key = hashlib.sha256((source + tk.version_text + " ".join(options)).encode()).hexdigest()[:16]
+    folder = folder or cache_dir() / "programs" / f"{name}-{key}"
     binary = folder / "program"
     if binary.is_file():
         return binary
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "program.cu").write_text(program.source)
+    (folder / "program.cu").write_text(source)
     tmp = folder / f"program.tmp{os.getpid()}"
     cmd = [str(tk.nvcc), *options, "-o", str(tmp), str(folder / "program.cu")]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=tk.env(), timeout=600)

@@ -191,3 +191,39 @@ def compile_kernel(source: str, arch: str, fingerprint: str, *, toolkit: Toolkit
     log_path.write_text(log)
     os.replace(tmp, target)
     return Compiled(target, tk, arch, log, parse_ptxas_log(log))
+
+
+SIMULATOR_TOOLS = ("nvcc", "ptxas", "cuobjdump", "fatbinary", "nvlink", "cudafe++", "nvdisasm")
+
+
+def cuda_install_path(tk: Toolkit) -> Path:
+    """A CUDA_INSTALL_PATH for GPGPU-Sim: a folder with bin/ (nvcc, ptxas, cuobjdump ...), include/, lib64/.
+
+    The simulator runs $CUDA_INSTALL_PATH/bin/cuobjdump and ptxas while it simulates. A regular
+    install already has that layout; Debian's package splits it over /usr, so simflow makes a
+    folder of symlinks in its cache (the same layout the notes describe making by hand)."""
+    root = tk.bin_dir.parent
+    if all((root / "bin" / tool).exists() for tool in ("nvcc", "ptxas", "cuobjdump")) and (root / "include").is_dir():
+        return root
+    layout = cache_dir() / "cuda-layout" / f"cuda-{tk.version_text}"
+    (layout / "bin").mkdir(parents=True, exist_ok=True)
+    for tool in SIMULATOR_TOOLS:
+        for folder in [*tk.helper_dirs(), Path("/usr/bin")]:
+            if (folder / tool).exists():
+                _symlink(layout / "bin" / tool, folder / tool)
+                break
+    if tk.nvcc.name == "nvcc":
+        _symlink(layout / "bin" / "nvcc", tk.nvcc)
+    for name, target in (("include", Path("/usr/include")), ("lib64", Path("/usr/lib/x86_64-linux-gnu"))):
+        if (target / ("cuda_runtime.h" if name == "include" else "libcudart.so")).exists():
+            _symlink(layout / name, target)
+    return layout
+
+
+def _symlink(link: Path, target: Path) -> None:
+    if link.is_symlink() and link.resolve() == target.resolve():
+        return
+    tmp = link.with_name(f".{link.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    os.replace(tmp, link)

@@ -15,3 +15,6 @@ requires_nvcc = pytest.mark.skipif(MODERN_NVCC is None, reason="no nvcc that tar
 
 CUDA11 = next((tk for tk in find_toolkits() if tk.version[0] == 11), None)
 requires_cuda11 = pytest.mark.skipif(CUDA11 is None, reason="no CUDA 11.x toolkit (see simflow doctor)")
+
+_sim = backend_class("gpgpusim").probe()
+requires_gpgpusim = pytest.mark.skipif(not _sim.available, reason=f"no GPGPU-Sim: {_sim.detail}")

@@ -99,6 +99,26 @@ def test_stopped_at_a_limit():
     assert log.status == "stopped_at_limit" and log.stopped_at_limit and not log.kernels[-1].complete
 
 
+def test_real_limit_stop_reprints_the_kernel_unnamed():
+    """gpgpu_max_insn = 300000: the block of conv2d_global, then the same block with an empty name and uid."""
+    log = parse_file(DATA / "accelsim-fork_qv100_batch3x3_global_max-insn-stop.log.gz")
+    assert log.status == "stopped_at_limit" and log.exit_detected
+    (kernel,) = log.kernels
+    assert (kernel.launch_uid, kernel.kernel, kernel.complete) == (1, "conv2d_global", False)
+    assert kernel.metrics["gpu_sim_insn"] == 300559 and kernel.metrics["gpu_sim_cycle"] == 5642
+
+
+def test_unknown_option_abort_names_the_option():
+    log = parse_file(DATA / "accelsim-fork_unknown-option-abort.log.gz")
+    assert log.status == "aborted" and log.kernels == []
+    assert "Unknown Option: '-gpgpu_no_such_option'" in log.reason
+
+
+def test_log_of_a_killed_run_is_incomplete():
+    log = parse_file(DATA / "accelsim-fork_qv100_batch3x3_global_killed-by-timeout.log.gz")
+    assert log.status == "incomplete" and "before any kernel finished" in log.reason
+
+
 def test_cuda13_binary_gets_a_clear_reason():
     log = parse_file(DATA / "cuda13-binary_not-simulated.log.gz")
     assert log.status == "not_simulated"

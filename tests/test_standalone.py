@@ -33,7 +33,7 @@ def test_program_embeds_the_rendered_kernel_verbatim(variant):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_compiles_with_cuda13(variant, tmp_path):
     program = render_program(render(variant, PROBLEM), PROBLEM.B)
-    obj = build_program(program, MODERN_NVCC, ("-O3", "-c", "-arch=sm_90", "-Werror", "all-warnings"),
+    obj = build_program(program.source, variant, MODERN_NVCC, ("-O3", "-c", "-arch=sm_90", "-Werror", "all-warnings"),
                         folder=tmp_path)
     assert obj.stat().st_size > 0
 
@@ -42,7 +42,7 @@ def test_program_compiles_with_cuda13(variant, tmp_path):
 @requires_cuda11
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_builds_for_the_simulator(variant, tmp_path):
-    binary = build_program(render_program(render(variant, PROBLEM), PROBLEM.B), folder=tmp_path)
+    binary = build_program(render_program(render(variant, PROBLEM), PROBLEM.B).source, variant, folder=tmp_path)
     ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
     assert "libcudart.so.11" in ldd  # the shared runtime, so the simulator's library can stand in
     ptx = subprocess.run([str(CUDA11.bin_dir / "cuobjdump") if (CUDA11.bin_dir / "cuobjdump").exists()

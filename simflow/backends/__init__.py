@@ -1,4 +1,4 @@
-"""Backends run a rendered kernel: `gpu` (PyCUDA on a real GPU); the simulator comes later.
+"""Backends run a rendered kernel: `gpu` (PyCUDA on a real GPU), `gpgpusim` (the cycle simulator).
 
 Backend modules are imported only when asked for, so `import simflow` pulls in no GPU library.
 """
@@ -12,6 +12,7 @@ from .base import Availability, Backend, RunOptions, RunResult
 
 _BACKENDS = {
     "gpu": "simflow.backends.gpu:GpuBackend",
+    "gpgpusim": "simflow.backends.gpgpusim:GpgpusimBackend",
 }
 
 

@@ -10,8 +10,11 @@ from dataclasses import asdict, dataclass, field
 from ..problems import Problem
 from ..variants import Kernel
 
-# A run's status. Only "passed" means the kernel ran and matched the reference.
-STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused")
+# A run's status. Only "passed" means the kernel ran and matched the reference. The last four
+# come from the simulator: it crashed (no exit line), aborted (an assertion or error it printed),
+# ran past simflow's timeout, or stopped at a max-cycle/instruction limit set in its config.
+STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused",
+            "crashed", "aborted", "timed_out", "stopped_at_limit")
 
 
 @dataclass
@@ -24,7 +27,10 @@ class RunOptions:
 
 @dataclass
 class RunResult:
-    """One variant on one problem on one backend: a status and flat metrics."""
+    """One variant on one problem on one backend: a status and flat metrics.
+
+    With several kernel launches, per-kernel metrics are named `<kernel>.<metric>`; `kernels`
+    lists the kernel names in launch order."""
 
     status: str
     backend: str
@@ -36,6 +42,9 @@ class RunResult:
     metrics: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
+    kernels: list[str] = field(default_factory=list)
+    run_id: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)  # kept files: run folder, log, sources
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -49,6 +58,15 @@ class RunResult:
         self.metrics[name] = value
         if unit:
             self.units[name] = unit
+
+    def split_metrics(self) -> dict[str, dict[str, float]]:
+        """Metrics grouped by kernel: {"": run-level or single-kernel, "<kernel>": ...} (see the class doc)."""
+        groups: dict[str, dict[str, float]] = {}
+        for key, value in self.metrics.items():
+            head, dot, rest = key.partition(".")
+            kernel, name = (head, rest) if dot and head.split("#")[0] in self.kernels else ("", key)
+            groups.setdefault(kernel, {})[name] = value
+        return groups
 
     def to_dict(self) -> dict:
         out = asdict(self)

@@ -124,6 +124,7 @@ class GpuBackend(Backend):
         result = RunResult(
             status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
             problem=problem, fingerprint=kernel.fingerprint(COMPILE_OPTIONS), environment=self.environment(),
+            kernels=kernel.kernel_names,
         )
         launches = kernel.launches(batch)
         try:

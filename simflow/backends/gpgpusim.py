@@ -1,0 +1,374 @@
+"""The GPGPU-Sim backend: the rendered kernel in a standalone program, simulated in its own run folder.
+
+A run has three steps, so that the middle one can happen in a container:
+
+1. prepare (here): render the program, write the seeded inputs and `run.json` into a new folder;
+2. execute (where the simulator is: natively, or `simflow sim-exec` inside the Docker image):
+   build with CUDA 11.x, write the merged config, run the program under the simulator with a
+   timeout, keep stdout+stderr compressed (`sim.log.gz`) and write `execution.json`;
+3. finish (here): parse the log, check `y.bin` against the float64 reference with numpy,
+   decide the status and write `result.json`.
+
+Every file of the run stays in the folder; results are written atomically.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..errors import LimitError, ToolError, UserError
+from ..gpgpusim_config import (
+    DEFAULT_CONFIG,
+    SIMULATOR_HELP,
+    SimConfig,
+    load_config,
+    simulator_root,
+    write_run_config,
+)
+from ..gpgpusim_log import STATS, parse_file
+from ..limits import KNOWN_DEVICES, check_grid, check_shared_memory, check_threads
+from ..problems import Problem
+from ..reference import check_output, make_inputs
+from ..resources import results_dir
+from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
+from ..toolkits import CUDA11_HELP, cuda_install_path
+from ..variants import Kernel
+from .base import Availability, Backend, RunOptions, RunResult
+
+DEFAULT_TIMEOUT_S = 3600
+CONTAINER_RUN_DIR = "/simflow/run"
+DOCKER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
+SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
+# Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
+SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Atomically: a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
+    """A fresh folder under <results>/runs named by time, variant and a random suffix."""
+    runs = (root or results_dir()).resolve() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    while True:
+        run_id = f"{stamp}-{variant}-{os.urandom(3).hex()}"
+        try:
+            (runs / run_id).mkdir()
+            return run_id, runs / run_id
+        except FileExistsError:
+            continue
+
+
+def check_simulator_limits(kernel: Kernel, batch: int) -> None:
+    """The simulated Volta's limits, checked before anything is built."""
+    fix = "use a smaller tile or another variant (simflow variants lists them)"
+    for launch in kernel.launches(batch):
+        check_threads(launch.block, SIMULATED_DEVICE, "use a smaller tile")
+        check_grid(launch.grid, SIMULATED_DEVICE, "run a smaller batch (--batch)")
+        check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, SIMULATED_DEVICE, fix)
+
+
+def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s: float, folder: Path,
+            run_id: str) -> None:
+    """Everything the execute step needs, in the run folder: sources, inputs, run.json."""
+    problem = kernel.problem.with_batch(batch)
+    program = render_program(kernel, batch)
+    (folder / "kernel.cu").write_text(kernel.source)
+    (folder / "program.cu").write_text(program.source)
+    x, w = make_inputs(problem, seed)
+    x.tofile(folder / "x.bin")
+    w.tofile(folder / "w.bin")
+    write_json(folder / "run.json", {
+        "simflow_version": __version__, "run_id": run_id, "created": _now(), "variant": kernel.variant,
+        "params": kernel.params, "problem": problem.as_dict(), "batch": batch, "seed": seed,
+        "precision": kernel.precision, "kernels": kernel.kernel_names, "fingerprint": kernel.fingerprint(),
+        "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
+        "config": config.as_dict(), "timeout_s": timeout_s,
+    })
+
+
+def simulator_environment(root: Path, cuda_path: Path) -> dict[str, str]:
+    """The environment the simulator's own setup_environment makes, for this CUDA 11.x install."""
+    env = dict(os.environ)
+    env["CUDA_INSTALL_PATH"] = str(cuda_path)
+    env["PATH"] = os.pathsep.join([str(cuda_path / "bin"), env.get("PATH", "")])
+    script = f'source "{root}/setup_environment" release >&2 && env -0'
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, env=env, cwd=root, timeout=120)
+    out = dict(item.split("=", 1) for item in proc.stdout.decode(errors="replace").split("\0") if "=" in item)
+    if proc.returncode != 0 or out.get("GPGPUSIM_SETUP_ENVIRONMENT_WAS_RUN") != "1":
+        raise UserError(f"GPGPU-Sim's setup_environment failed in {root} with CUDA_INSTALL_PATH={cuda_path}: "
+                        f"{proc.stderr.decode(errors='replace').strip()[-800:]}")
+    lib = Path(out["GPGPUSIM_ROOT"]) / "lib" / out.get("GPGPUSIM_CONFIG", "")
+    if not (lib / "libcudart.so").exists():
+        # The folder is named after the gcc first on PATH now; the build may have used another one.
+        built = sorted(Path(out["GPGPUSIM_ROOT"]).glob(f"lib/gcc-*/cuda-{out.get('CUDA_VERSION_NUMBER')}/release"))
+        if len(built) != 1 or not (built[0] / "libcudart.so").exists():
+            raise UserError(f"the simulator at {root} is not built for CUDA {out.get('CUDA_VERSION_NUMBER')}: no "
+                            f"libcudart.so in {lib}; run 'make' there after sourcing setup_environment")
+        out["LD_LIBRARY_PATH"] = out.get("LD_LIBRARY_PATH", "").replace(str(lib), str(built[0]), 1)
+        lib = built[0]
+    out["LD_LIBRARY_PATH"] = os.pathsep.join([str(lib), out.get("LD_LIBRARY_PATH", "")])
+    return out
+
+
+def execute(folder: Path) -> dict:
+    """Build, configure and simulate the prepared run in `folder`; returns (and writes) execution.json."""
+    folder = folder.resolve()
+    spec = json.loads((folder / "run.json").read_text())
+    facts: dict = {"started": _now(), "host": platform.node()}
+    try:
+        root = simulator_root()
+        toolkit = cuda11_toolkit()
+        facts.update(simulator_root=str(root), cuda=toolkit.version_text, nvcc=str(toolkit.nvcc))
+        config = SimConfig(**spec["config"])
+        written = write_run_config(config, folder, root)
+        facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
+                     config_options_new_to_base=list(written.added))
+        env = simulator_environment(root, cuda_install_path(toolkit))
+    except UserError as exc:
+        facts.update(finished=_now(), setup_error=str(exc))
+        write_json(folder / "execution.json", facts)
+        return facts
+    try:
+        binary = build_program((folder / "program.cu").read_text(), spec["variant"], toolkit,
+                               tuple(spec["build_options"]))
+        shutil.copy2(binary, folder / "program")
+    except ToolError as exc:
+        (folder / "build.log").write_text(str(exc) + "\n")
+        facts.update(finished=_now(), build_error=str(exc).splitlines()[0])
+        write_json(folder / "execution.json", facts)
+        return facts
+
+    timeout = float(spec["timeout_s"])
+    start = time.monotonic()
+    with open(folder / "sim.log", "wb") as log:
+        proc = subprocess.Popen([str(folder / "program"), ".", "y.bin"], cwd=folder, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout)
+            facts["timed_out"] = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the simulator's children (cuobjdump, ptxas) too
+            proc.wait()
+            facts["timed_out"] = True
+    facts["wall_s"] = round(time.monotonic() - start, 3)
+    facts["returncode"] = proc.returncode
+    if proc.returncode < 0:
+        facts["signal"] = signal.Signals(-proc.returncode).name
+    _compress(folder / "sim.log")
+    for pattern in SCRATCH:
+        for junk in folder.glob(pattern):
+            junk.unlink(missing_ok=True)
+    checkpoints = folder / "checkpoint_files"
+    if checkpoints.is_dir() and not any(checkpoints.iterdir()):
+        checkpoints.rmdir()
+    facts["finished"] = _now()
+    write_json(folder / "execution.json", facts)
+    return facts
+
+
+def _compress(path: Path) -> None:
+    """path -> path.gz (streamed, atomic), then the plain file goes."""
+    tmp = path.with_name(path.name + ".gz.tmp")
+    with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(tmp, path.with_name(path.name + ".gz"))
+    path.unlink()
+
+
+def docker_command(image: str, folder: Path, name: str, uid: int | None = None, gid: int | None = None) -> list[str]:
+    """The exact `docker run` that executes a prepared run folder in the simflow image."""
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+    return [
+        "docker", "run", "--rm", "--name", name,
+        "--user", f"{uid}:{gid}",  # files in the run folder stay the caller's
+        "--network", "none",
+        "--volume", f"{folder.resolve()}:{CONTAINER_RUN_DIR}",
+        "--workdir", CONTAINER_RUN_DIR,
+        "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/tmp/simflow-cache",
+        image, "simflow", "sim-exec", CONTAINER_RUN_DIR,
+    ]
+
+
+def execute_in_docker(folder: Path, image: str) -> None:
+    """Run the execute step in a container; the container writes execution.json into the folder."""
+    docker = shutil.which("docker")
+    if docker is None:
+        raise UserError("--docker needs the docker command, which is not on PATH; install Docker Engine "
+                        f"(docs.docker.com/engine/install), or run natively: {SIMULATOR_HELP}")
+    spec = json.loads((folder / "run.json").read_text())
+    name = f"simflow-{spec['run_id']}"
+    cmd = docker_command(image, folder, name)
+    (folder / "docker.cmd").write_text(" ".join(cmd) + "\n")
+    with open(folder / "docker.log", "wb") as out:
+        try:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=float(spec["timeout_s"]) + DOCKER_GRACE_S)
+        except subprocess.TimeoutExpired:
+            subprocess.run([docker, "kill", name], capture_output=True)
+            proc = None
+    if not (folder / "execution.json").is_file():
+        output = (folder / "docker.log").read_text(errors="replace").strip()[-2000:]
+        what = "did not finish in time and was killed" if proc is None else f"exited with {proc.returncode}"
+        write_json(folder / "execution.json", {
+            "finished": _now(), "docker_image": image,
+            "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}",
+        })
+    else:
+        facts = json.loads((folder / "execution.json").read_text())
+        facts["docker_image"] = image
+        write_json(folder / "execution.json", facts)
+
+
+def finish(folder: Path) -> RunResult:
+    """Read what the execute step left and decide the run's status; writes result.json."""
+    spec = json.loads((folder / "run.json").read_text())
+    problem = Problem(**spec["problem"])
+    result = RunResult(status="passed", backend="gpgpusim", variant=spec["variant"], params=spec["params"],
+                       problem=problem, fingerprint=spec["fingerprint"], kernels=list(spec["kernels"]),
+                       run_id=spec["run_id"])
+    result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
+                        "program_source": str(folder / "program.cu")}
+    result.environment["config"] = spec["config"]["name"]
+    path = folder / "execution.json"
+    facts = json.loads(path.read_text()) if path.is_file() else {}
+    for key in ("config_base", "config_hash", "cuda", "simulator_root", "docker_image", "host"):
+        if facts.get(key):
+            result.environment[key] = str(facts[key])
+    if not facts:
+        result.status, result.reason = "crashed", f"the execute step left no {path.name} (killed before the end?)"
+    elif "setup_error" in facts:
+        raise UserError(facts["setup_error"])
+    elif "build_error" in facts:
+        result.status, result.reason = "compile_error", facts["build_error"]
+        result.artifacts["build_log"] = str(folder / "build.log")
+    else:
+        _judge(folder, spec, facts, problem, result)
+    write_json(folder / "result.json", result.to_dict())
+    return result
+
+
+def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
+    log_path = folder / "sim.log.gz"
+    result.artifacts["log"] = str(log_path)
+    log = parse_file(log_path)
+    result.environment["simulator_version"] = log.simulator_version
+    result.environment["simulator_build"] = log.build
+    result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
+    for key, unit in (("gpgpu_simulation_time", "s"), ("gpgpu_simulation_rate_insn", "thread insn/s")):
+        value = log.run_facts().get(key)
+        if value is not None:
+            result.add(key, value, unit)
+    several = len(log.kernels) > 1
+    repeated = {k.kernel for k in log.kernels if sum(r.kernel == k.kernel for r in log.kernels) > 1}
+    for record in log.kernels:
+        prefix = ""
+        if several:  # a kernel launched more than once is told apart by its launch uid
+            prefix = f"{record.kernel}#{record.launch_uid}." if record.kernel in repeated else f"{record.kernel}."
+        for key in ("regs", "lmem", "smem", "cmem", "cta_per_core"):
+            if key in record.resources:
+                result.add(prefix + key, record.resources[key], "regs/thread" if key == "regs" else
+                           ("CTAs" if key == "cta_per_core" else "B"))
+        for key in ("cta_limited_by", "grid", "block"):
+            if key in record.resources:
+                result.environment[prefix + key] = str(record.resources[key])
+        for name, value in record.metrics.items():
+            result.add(prefix + name, value, STATS[name].unit if name in STATS else "")
+    program_fail = next((line for line in log.program_lines if line.startswith("simflow: FAIL")), "")
+
+    if facts.get("timed_out"):
+        result.status = "timed_out"
+        result.reason = (f"the simulator ran past the timeout ({spec['timeout_s']:g} s) and was killed; "
+                         f"raise --timeout or simulate a smaller problem; log kept at {log_path}")
+    elif log.status == "aborted":
+        result.status, result.reason = "aborted", f"the simulator aborted: {log.reason}"
+    elif log.status == "stopped_at_limit":
+        result.status, result.reason = "stopped_at_limit", log.reason
+    elif log.status != "complete":
+        code = facts.get("signal") or f"exit code {facts.get('returncode')}"
+        result.status, result.reason = "crashed", f"{log.reason} ({code}); log kept at {log_path}"
+    elif "cuda error" in program_fail or "cannot" in program_fail:
+        result.status, result.reason = "launch_error", program_fail.removeprefix("simflow: FAIL ")
+    else:
+        y_path = folder / "y.bin"
+        y = np.fromfile(y_path, dtype=np.float32) if y_path.is_file() else np.empty(0, np.float32)
+        if y.size != int(np.prod(problem.output_shape)):
+            result.status = "crashed"
+            result.reason = f"the program wrote {y.size} of {int(np.prod(problem.output_shape))} outputs to y.bin"
+            return
+        x, w = make_inputs(problem, spec["seed"])
+        check = check_output(problem, x, w, y.reshape(problem.output_shape), spec["precision"], seed=spec["seed"])
+        result.add("rel_error", check.rel_error)
+        result.add("checked_elements", check.checked)
+        result.environment["check"] = check.method
+        if not check.passed:
+            result.status, result.reason = "wrong_result", check.reason
+
+
+class GpgpusimBackend(Backend):
+    name = "gpgpusim"
+
+    @classmethod
+    def probe(cls) -> Availability:
+        try:
+            toolkit = cuda11_toolkit()
+        except UserError as exc:
+            return Availability(False, str(exc).split(" GPGPU-Sim needs")[0], CUDA11_HELP)
+        try:
+            root = simulator_root()
+            simulator_environment(root, cuda_install_path(toolkit))
+        except UserError as exc:
+            return Availability(False, str(exc).removesuffix(SIMULATOR_HELP).rstrip(". "), SIMULATOR_HELP)
+        return Availability(True, f"GPGPU-Sim at {root}, CUDA {toolkit.version_text} ({toolkit.nvcc})")
+
+    def __init__(self, config: str | SimConfig = DEFAULT_CONFIG, docker_image: str | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None) -> None:
+        self.config = config if isinstance(config, SimConfig) else load_config(config)
+        self.docker_image = docker_image
+        self.timeout_s = timeout_s
+        self.results = results
+        if docker_image is None:  # natively: say now what is missing, before any folder is made
+            simulator_root()
+            cuda11_toolkit()
+
+    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
+        refusal = kernel.sim_unsupported
+        if not refusal:
+            try:
+                check_simulator_limits(kernel, batch)
+            except LimitError as exc:
+                refusal = f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
+        if refusal:
+            return RunResult(status="refused", backend=self.name, variant=kernel.variant, params=kernel.params,
+                             problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
+                             reason=refusal, kernels=kernel.kernel_names,
+                             environment={"config": self.config.name})
+        run_id, folder = new_run_folder(kernel.variant, self.results)
+        prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)
+        if self.docker_image:
+            execute_in_docker(folder, self.docker_image)
+        else:
+            execute(folder)
+        return finish(folder)

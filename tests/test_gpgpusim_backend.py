@@ -1,0 +1,244 @@
+"""The simulator backend: run folders, statuses from real logs, Docker command lines, and (marked
+`gpgpusim`) real simulations of simflow's kernels."""
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hardware import requires_gpgpusim
+from test_cli import simflow
+
+from simflow.backends import RunOptions
+from simflow.backends.gpgpusim import (
+    CONTAINER_RUN_DIR,
+    GpgpusimBackend,
+    docker_command,
+    execute,
+    execute_in_docker,
+    finish,
+    new_run_folder,
+    prepare,
+    write_json,
+)
+from simflow.errors import UserError
+from simflow.gpgpusim_config import load_config
+from simflow.problems import get_problem
+from simflow.reference import conv2d_reference, make_inputs
+from simflow.standalone import cuda11_toolkit
+from simflow.toolkits import cuda_install_path
+from simflow.variants import render
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+PROBLEM = get_problem("batch3x3")
+GLOBAL_LOG = ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz"
+
+
+def prepared(tmp_path, variant="global", log: Path | None = None, facts: dict | None = None, y=None):
+    """A run folder as the execute step would leave it, around a real simulator log."""
+    run_id, folder = new_run_folder(variant, tmp_path)
+    prepare(render(variant, PROBLEM), PROBLEM.B, load_config("SM7_QV100"), 0, 60, folder, run_id)
+    if log is not None:
+        shutil.copy(log, folder / "sim.log.gz")
+    if facts is not None:
+        write_json(folder / "execution.json", {"wall_s": 3.2, "returncode": 0, "timed_out": False, **facts})
+    if y is not None:
+        np.asarray(y, dtype=np.float32).tofile(folder / "y.bin")
+    return folder
+
+
+def reference_output():
+    x, w = make_inputs(PROBLEM, 0)
+    return conv2d_reference(x, w, PROBLEM.pad)
+
+
+def test_folder_holds_everything_the_execute_step_needs(tmp_path):
+    folder = prepared(tmp_path)
+    spec = json.loads((folder / "run.json").read_text())
+    assert spec["run_id"] == folder.name and folder.parent == (tmp_path / "runs").resolve()
+    assert spec["config"] == {"name": "SM7_QV100", "base": "SM7_QV100", "description": spec["config"]["description"],
+                              "options": {}}
+    assert spec["build_options"] == ["-O3", "--cudart", "shared", "-gencode", "arch=compute_70,code=compute_70"]
+    kernel = render("global", PROBLEM)
+    assert (folder / "kernel.cu").read_text() == kernel.source
+    assert kernel.source.rstrip("\n") in (folder / "program.cu").read_text()
+    x, w = make_inputs(PROBLEM, 0)
+    assert np.array_equal(np.fromfile(folder / "x.bin", dtype=np.float32), x.ravel())
+    assert np.array_equal(np.fromfile(folder / "w.bin", dtype=np.float32), w.ravel())
+
+
+def test_passed_run_from_a_real_log(tmp_path):
+    folder = prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=reference_output())
+    result = finish(folder)
+    assert result.status == "passed", result.reason
+    m = result.metrics
+    assert m["gpu_sim_cycle"] == 6693 and m["gpu_ipc"] == 111.094 and m["L1D_total_cache_accesses"] == 6080
+    assert m["regs"] == 26 and m["cta_per_core"] == 8 and m["sim_wall_s"] == 3.2
+    assert m["rel_error"] < 1e-6 and m["checked_elements"] == 4096
+    assert result.environment["simulator_build"].startswith("gpgpu-sim_git-commit-667834cf")
+    assert result.artifacts["log"] == str(folder / "sim.log.gz")
+    stored = json.loads((folder / "result.json").read_text())
+    assert stored["status"] == "passed" and stored["metrics"]["gpu_sim_cycle"] == 6693
+
+
+def test_wrong_output_is_a_wrong_result(tmp_path):
+    y = reference_output()
+    y[1, 2, 3, 4] += 1.0
+    result = finish(prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=y))
+    assert result.status == "wrong_result" and "relative error" in result.reason
+
+
+def test_missing_output_is_a_crash(tmp_path):
+    result = finish(prepared(tmp_path, log=GLOBAL_LOG, facts={}))
+    assert result.status == "crashed" and "wrote 0 of 4096 outputs" in result.reason
+
+
+@pytest.mark.parametrize("log,facts,status,reason", [
+    ("accelsim-fork_qv100_batch3x3_global_killed-by-timeout.log.gz", {"timed_out": True, "returncode": -9},
+     "timed_out", r"ran past the timeout \(60 s\)"),
+    ("accelsim-fork_unknown-option-abort.log.gz", {"returncode": 1}, "aborted",
+     "Unknown Option: '-gpgpu_no_such_option'"),
+    ("accelsim-fork_qv100_batch3x3_global_max-insn-stop.log.gz", {}, "stopped_at_limit", "maximum|limit"),
+    ("cuda13-binary_not-simulated.log.gz", {"returncode": 127}, "crashed", "libcudart.so.13.*exit code 127"),
+    ("accelsim-fork_qv100_batch3x3_global_killed-by-timeout.log.gz", {"returncode": -11, "signal": "SIGSEGV"},
+     "crashed", "no exit line.*SIGSEGV"),
+])
+def test_failed_runs_get_their_status_and_keep_the_log(tmp_path, log, facts, status, reason):
+    folder = prepared(tmp_path, log=DATA / log, facts=facts)
+    result = finish(folder)
+    assert result.status == status
+    assert re.search(reason, result.reason), result.reason
+    assert (folder / "sim.log.gz").is_file() and json.loads((folder / "result.json").read_text())["status"] == status
+
+
+def test_build_error_and_lost_execution(tmp_path):
+    folder = prepared(tmp_path, facts={"build_error": "nvcc (CUDA 11.8) failed to build the standalone program"})
+    assert finish(folder).status == "compile_error"
+    lost = prepared(tmp_path)  # the execute step never wrote execution.json
+    result = finish(lost)
+    assert result.status == "crashed" and "execution.json" in result.reason
+
+
+def test_setup_error_is_the_users_to_fix(tmp_path):
+    folder = prepared(tmp_path, facts={"setup_error": "GPGPU-Sim not found: GPGPUSIM_ROOT is not set"})
+    with pytest.raises(UserError, match="GPGPUSIM_ROOT is not set"):
+        finish(folder)
+
+
+def test_refusals_come_before_any_folder(tmp_path):
+    backend = GpgpusimBackend(docker_image="unused", results=tmp_path)
+    kernel = dataclasses.replace(render("global", PROBLEM), sim_unsupported="wmma.mma.sync is not in its PTX parser")
+    assert backend.run(kernel, PROBLEM.B, RunOptions()).reason == "wmma.mma.sync is not in its PTX parser"
+    big = get_problem(None, shape="1,1024,4,16,16,5,2")
+    result = backend.run(render("shared_weights", big, {"tile": 32}), 1, RunOptions())
+    assert result.status == "refused"
+    assert "shared memory per block on Tesla V100 (sm_70) (opt-in maximum)" in result.reason
+    assert not (tmp_path / "runs").exists()
+
+
+def test_docker_command_line(tmp_path):
+    cmd = docker_command("simflow-gpgpusim", tmp_path, "simflow-run1", uid=1000, gid=1001)
+    assert cmd == ["docker", "run", "--rm", "--name", "simflow-run1", "--user", "1000:1001", "--network", "none",
+                   "--volume", f"{tmp_path.resolve()}:{CONTAINER_RUN_DIR}", "--workdir", CONTAINER_RUN_DIR,
+                   "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/tmp/simflow-cache",
+                   "simflow-gpgpusim", "simflow", "sim-exec", CONTAINER_RUN_DIR]
+    assert docker_command("img", tmp_path, "n")[5:7] == ["--user", f"{os.getuid()}:{os.getgid()}"]
+
+
+def test_docker_missing_or_failing(tmp_path, monkeypatch):
+    folder = prepared(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    with pytest.raises(UserError, match="docker command, which is not on PATH.*install Docker Engine"):
+        execute_in_docker(folder, "simflow-gpgpusim")
+    # A docker that cannot find the image: the run says so and the folder keeps what docker printed.
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"Unable to find image '$12:latest' locally\" >&2\nexit 125\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    execute_in_docker(folder, "simflow-gpgpusim")
+    assert (folder / "docker.cmd").read_text().startswith("docker run --rm --name simflow-")
+    with pytest.raises(UserError, match="exited with 125 without running the simulator: Unable to find image"):
+        finish(folder)
+
+
+def test_cli_without_a_simulator_says_how_to_get_one(tmp_path):
+    env = {"GPGPUSIM_ROOT": "", "SIMFLOW_RESULTS": str(tmp_path)}
+    proc = simflow("sim", "global", "--problem", "batch3x3", env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "GPGPUSIM_ROOT is not set" in proc.stderr and "--docker" in proc.stderr
+    proc = simflow("sim", "global", "--config", "SM9", env=env)
+    assert proc.returncode == 1 and "valid configs: SM7_QV100, SM7_QV100_small" in proc.stderr
+    proc = simflow("sim-exec", str(tmp_path), env=env)
+    assert proc.returncode == 1 and "not a prepared simflow run folder" in proc.stderr
+
+
+# ---- the real simulator -------------------------------------------------------------------------
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_global_and_shared_pass_and_shared_uses_shared_memory(tmp_path):
+    out = {}
+    for variant in ("global", "shared"):
+        proc = simflow("sim", variant, "--problem", "batch3x3", "--json", "--results", str(tmp_path))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        out[variant] = json.loads(proc.stdout)
+        assert out[variant]["status"] == "passed" and Path(out[variant]["log"]).is_file()
+        print(variant, {k: out[variant]["metrics"][k] for k in ("gpu_sim_cycle", "gpu_ipc",
+              "L1D_total_cache_accesses", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict")})
+    g, s = out["global"]["metrics"], out["shared"]["metrics"]
+    assert g["gpgpu_n_shmem_insn"] == 0 and s["gpgpu_n_shmem_insn"] > 0
+    assert s["L1D_total_cache_accesses"] < g["L1D_total_cache_accesses"]
+    assert g["gpu_tot_issued_cta"] == s["gpu_tot_issued_cta"] == 16
+
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_entry_script_runs_the_same_folder_with_the_same_result(tmp_path):
+    """What the container runs (docker/entrypoint.sh simflow sim-exec FOLDER), run natively."""
+    backend = GpgpusimBackend(config="SM7_QV100_small", results=tmp_path)
+    native = backend.run(render("shared", PROBLEM), PROBLEM.B, RunOptions())
+    run_id, folder = new_run_folder("shared", tmp_path)
+    prepare(render("shared", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
+    env = {**os.environ, "CUDA_INSTALL_PATH": str(cuda_install_path(cuda11_toolkit())), "PYTHONPATH": str(ROOT)}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run([str(ROOT / "docker" / "entrypoint.sh"), "simflow", "sim-exec", str(folder)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    contained = finish(folder)
+    assert native.status == contained.status == "passed"
+    for name in ("gpu_sim_cycle", "gpu_sim_insn", "L1D_total_cache_accesses", "gpgpu_n_shmem_insn"):
+        assert native.metrics[name] == contained.metrics[name]
+    assert native.environment["config_hash"] == contained.environment["config_hash"]
+
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_real_timeout_and_real_abort(tmp_path):
+    backend = GpgpusimBackend(timeout_s=0.5, results=tmp_path)
+    result = backend.run(render("global", PROBLEM), PROBLEM.B, RunOptions())
+    assert result.status == "timed_out" and Path(result.artifacts["log"]).is_file()
+    overlay = tmp_path / "bad.toml"
+    overlay.write_text('base = "SM7_QV100"\n[options]\ngpgpu_no_such_option = 3\n')
+    result = GpgpusimBackend(config=str(overlay), results=tmp_path).run(render("global", PROBLEM), PROBLEM.B,
+                                                                          RunOptions())
+    assert result.status == "aborted" and "Unknown Option" in result.reason
+
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_execute_writes_the_merged_config_and_cleans_scratch(tmp_path):
+    run_id, folder = new_run_folder("global", tmp_path)
+    prepare(render("global", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
+    facts = execute(folder)
+    assert facts["returncode"] == 0 and not facts["timed_out"]
+    lines = (folder / "gpgpusim.config").read_text().splitlines()
+    assert lines.count("-gpgpu_n_clusters 8") == 1 and "# override -gpgpu_n_clusters 8" in lines
+    assert not list(folder.glob("_cuobjdump_list_ptx_*")) and not (folder / "sim.log").exists()

@@ -1,0 +1,130 @@
+"""Config overlays merged onto a small synthetic base config (no simulator config is copied here)."""
+
+from pathlib import Path
+
+import pytest
+
+from simflow.errors import UserError
+from simflow.gpgpusim_config import (
+    config_names,
+    load_config,
+    merge,
+    parse_options,
+    parse_overlay,
+    simulator_root,
+    tokenize,
+    write_run_config,
+)
+
+# The simulator's config syntax: '#' comments, a quoted value over two lines, a repeated option
+# (the last wins), a flag-like option with a value, and a last line with no newline.
+BASE = """# toy base config
+-gpgpu_n_clusters 4   # clusters
+-gpgpu_n_mem 2
+-gpgpu_clock_domains 1000.0:1000.0:1000.0:800.0
+-gpgpu_dram_timing_opt "nbk=16:CCD=1:
+                        CL=12:WL=2"
+-gpgpu_flush_l1_cache 1
+-gpgpu_n_mem 4
+-network_mode 2
+#-inter_config_file toy.icnt"""
+
+
+def fake_simulator(tmp_path: Path) -> Path:
+    base = tmp_path / "sim" / "configs" / "tested-cfgs" / "TOY"
+    base.mkdir(parents=True)
+    (base / "gpgpusim.config").write_text(BASE)
+    (base / "toy.icnt").write_text("topology = fly;\n")
+    return tmp_path / "sim"
+
+
+def test_tokenize_like_the_simulator():
+    tokens = tokenize(BASE)
+    assert tokens[:2] == ["-gpgpu_n_clusters", "4"]
+    assert '"nbk=16:CCD=1: CL=12:WL=2"' in tokens
+    assert "#-inter_config_file" not in " ".join(tokens) and "clusters" not in tokens
+
+
+def test_parse_options_keeps_order_and_repeats():
+    pairs = parse_options(BASE)
+    assert [name for name, _ in pairs] == ["gpgpu_n_clusters", "gpgpu_n_mem", "gpgpu_clock_domains",
+                                           "gpgpu_dram_timing_opt", "gpgpu_flush_l1_cache", "gpgpu_n_mem",
+                                           "network_mode"]
+    assert parse_options("-flag -other 3") == [("flag", ""), ("other", "3")]
+    assert parse_options("-offset -1") == [("offset", "-1")]
+
+
+def test_merge_replaces_in_place_appends_new_and_last_occurrence_wins():
+    merged, added = merge(BASE, {"gpgpu_n_clusters": "8", "gpgpu_max_insn": "1000"})
+    assert merged[0] == ("gpgpu_n_clusters", "8")
+    assert dict(merged)["gpgpu_n_mem"] == "4"  # the base's later line wins, once
+    assert [n for n, _ in merged].count("gpgpu_n_mem") == 1
+    assert merged[-1] == ("gpgpu_max_insn", "1000") and added == ["gpgpu_max_insn"]
+
+
+def test_written_config_reads_back_to_the_same_options(tmp_path):
+    root = fake_simulator(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    config = parse_overlay('base = "TOY"\n[options]\ngpgpu_n_clusters = 8\ngpgpu_perf_sim_memcpy = true\n'
+                           'gpgpu_cache_dl1 = "S:4:128:64,L:T:m:L:L"\n', "toy8")
+    written = write_run_config(config, run, root)
+    text = (run / "gpgpusim.config").read_text()
+    assert text.startswith("# simflow config toy8: base TOY")
+    pairs = dict(parse_options(text))
+    assert pairs["gpgpu_n_clusters"] == "8" and pairs["gpgpu_perf_sim_memcpy"] == "1"
+    assert pairs["gpgpu_dram_timing_opt"] == '"nbk=16:CCD=1: CL=12:WL=2"'
+    assert pairs["gpgpu_cache_dl1"] == "S:4:128:64,L:T:m:L:L" and pairs["gpgpu_n_mem"] == "4"
+    assert written.added == ("gpgpu_perf_sim_memcpy", "gpgpu_cache_dl1")
+    assert (run / "toy.icnt").read_text() == "topology = fly;\n"  # companion files come along
+    other = tmp_path / "run2"
+    other.mkdir()
+    again = write_run_config(parse_overlay('base = "TOY"\n[options]\ngpgpu_n_clusters = 16\n', "toy16"),
+                             other, root)
+    assert again.hash != written.hash
+
+
+def test_unknown_base_lists_what_the_simulator_has(tmp_path):
+    root = fake_simulator(tmp_path)
+    with pytest.raises(UserError, match="has no tested config 'SM9_NOPE'; it has: TOY"):
+        write_run_config(parse_overlay('base = "SM9_NOPE"\n', "x"), tmp_path, root)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('base = "TOY"\nbogus = 1\n', "unknown key.*bogus.*valid keys: base, description, options"),
+    ("[options]\nx = 1\n", "'base' must name a tested config"),
+    ('base = "TOY"\n[options]\n"-gpgpu_n_mem" = 1\n', "without the leading dash"),
+    ('base = "TOY"\n[options]\nx = [1, 2]\n', "must be a number, string or boolean"),
+    ('base = "TOY"\noptions = 3\n', r"\[options\] must be a table"),
+    ("base = \n", "not valid TOML"),
+])
+def test_overlay_mistakes_are_named(text, message):
+    with pytest.raises(UserError, match=message):
+        parse_overlay(text, "mine")
+
+
+def test_shipped_configs():
+    assert {"SM7_QV100", "SM7_QV100_small"} <= set(config_names())
+    assert load_config("SM7_QV100").options == {}
+    small = load_config("SM7_QV100_small")
+    assert small.base == "SM7_QV100" and small.options == {"gpgpu_n_clusters": "8", "gpgpu_n_mem": "8"}
+    with pytest.raises(UserError, match="unknown simulator config 'SM8'; valid configs: .*SM7_QV100_small"):
+        load_config("SM8")
+
+
+def test_user_overlay_by_path(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('base = "SM7_QV100"\ndescription = "mine"\n[options]\ngpgpu_max_cycle = 100000\n')
+    config = load_config(str(path))
+    assert (config.name, config.options) == ("mine", {"gpgpu_max_cycle": "100000"})
+    with pytest.raises(UserError, match="no config file"):
+        load_config(str(tmp_path / "absent.toml"))
+
+
+def test_missing_simulator_says_what_was_looked_for(monkeypatch, tmp_path):
+    monkeypatch.delenv("GPGPUSIM_ROOT", raising=False)
+    with pytest.raises(UserError, match="GPGPUSIM_ROOT is not set.*setup_environment.*--docker"):
+        simulator_root()
+    monkeypatch.setenv("GPGPUSIM_ROOT", str(tmp_path))
+    with pytest.raises(UserError, match="has no configs/ folder"):
+        simulator_root()
