@@ -26,6 +26,18 @@ def _variant_args(parser: argparse.ArgumentParser) -> None:
                         help="a template parameter (repeatable); 'simflow variants' lists them")
 
 
+def _results_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", help="results folder (default: $SIMFLOW_RESULTS or ./simflow-results)")
+
+
+def _format_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", "-f", default="table", choices=["table", "markdown", "csv", "json", "html"])
+    parser.add_argument("-o", "--output", help="write to this file instead of stdout")
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit 4 when something got worse (diff) or slower than the baseline (compare)")
+    _results_arg(parser)
+
+
 def _problem(args) -> Problem:
     return get_problem(args.problem, shape=args.shape, batch=args.batch)
 
@@ -75,25 +87,44 @@ def cmd_render(args) -> int:
     return 0
 
 
+def _results(args) -> Path:
+    from .resources import results_dir
+
+    return Path(args.results) if getattr(args, "results", None) else results_dir()
+
+
+def _store_result(result, args) -> None:
+    """Store the run unless --no-store; a store failure loses nothing (result.json stays in the run folder)."""
+    from .store import Store, StoreError
+
+    if args.no_store or not result.run_id:
+        return
+    try:
+        with Store(_results(args)) as store:
+            store.add(result)
+    except StoreError as exc:
+        folder = result.artifacts.get("run_dir", "")
+        print(f"simflow: warning: the run was not stored: {exc}\n  its files and result.json are kept in {folder}; "
+              f"'simflow import {folder}' stores it later", file=sys.stderr)
+
+
 def cmd_run(args) -> int:
-    from .backends import RunOptions, backend_class
+    from .jobs import Job, run_job
 
     problem = _problem(args)
-    kernel = get_variant(args.variant).render(problem, parse_param_args(args.param))
-    backend = backend_class("gpu")()
-    options = RunOptions(seed=args.seed, warmup=args.warmup, repeats=args.repeats)
-    result = backend.run(kernel, problem.B, options)
+    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu", seed=args.seed,
+                   warmup=args.warmup, repeats=args.repeats)
+    result = run_job(job, _results(args))
+    _store_result(result, args)
     if args.json:
         print(result.to_json())
     else:
-        params = " ".join(f"{k}={show_value(v)}" for k, v in result.params.items())
-        print(f"{result.variant} [{params}] on {problem.describe()}, backend gpu: {result.status}")
-        if result.reason:
-            print(f"reason: {result.reason}")
+        _print_result(result, problem)
         rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": result.units.get(k, "")}
                 for k, v in result.metrics.items()]
         print(_table(rows))
         print(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
+        print(f"run: {result.run_id} ({result.artifacts.get('run_dir')})")
     return 0 if result.passed else 2
 
 
@@ -108,18 +139,18 @@ def _print_result(result, problem: Problem) -> None:
 
 
 def cmd_sim(args) -> int:
-    from .backends import RunOptions
     from .backends.gpgpusim import GpgpusimBackend
+    from .jobs import Job, run_job
 
     problem = _problem(args)
-    kernel = get_variant(args.variant).render(problem, parse_param_args(args.param))
-    backend = GpgpusimBackend(config=args.config, docker_image=args.docker, timeout_s=args.timeout,
-                              results=Path(args.results) if args.results else None)
+    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpgpusim", config=args.config,
+                   docker_image=args.docker or "", timeout_s=args.timeout, seed=args.seed)
+    GpgpusimBackend(config=job.config, docker_image=args.docker)  # says what is missing before any work
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
-        print(f"simulating {kernel.variant} on {problem.describe()} under {backend.config.name} {where} ...",
-              file=sys.stderr)
-    result = backend.run(kernel, problem.B, RunOptions(seed=args.seed))
+        print(f"simulating {args.variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
+    result = run_job(job, _results(args))
+    _store_result(result, args)
     if args.json:
         print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
         return 0 if result.passed else 2
@@ -138,6 +169,7 @@ def cmd_sim(args) -> int:
     for key in ("sim_wall_s", "rel_error"):
         if key in result.metrics:
             print(f"{key}: {result.metrics[key]:.4g}")
+    print(f"run: {result.run_id}")
     for key, path in result.artifacts.items():
         if key in ("run_dir", "log"):
             print(f"{key}: {path}")
@@ -153,6 +185,160 @@ def cmd_sim_exec(args) -> int:
     facts = execute(folder)
     print(json.dumps(facts, indent=2))
     return 1 if "setup_error" in facts else 0
+
+
+def _store(args):
+    from .store import Store
+
+    return Store(_results(args))
+
+
+def cmd_runs(args) -> int:
+    from .store import select
+
+    with _store(args) as store:
+        runs = select(store.runs(), args.filters)
+    if args.last:
+        runs = runs[-args.last:]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in runs], indent=2))
+        return 0
+    rows = []
+    for r in runs:
+        speed = next((f"{r.metrics[m]:.6g} {m}" for m in ("time_ms", "gpu_sim_cycle") if m in r.metrics), "")
+        rows.append({"id": r.id, "variant": r.variant, "params": " ".join(f"{k}={show_value(v)}"
+                                                                           for k, v in r.params.items()),
+                     "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
+                     "status": r.status, "figure": speed})
+    print(_table(rows))
+    return 0
+
+
+def cmd_show(args) -> int:
+    from .store import resolve_one
+
+    with _store(args) as store:
+        run = resolve_one(store, args.run)
+    if args.json:
+        print(json.dumps(run.as_dict(), indent=2))
+        return 0
+    print(f"run {run.id} ({run.created}): {run.variant} "
+          f"[{' '.join(f'{k}={show_value(v)}' for k, v in run.params.items())}] on {run.problem.describe()}")
+    print(f"backend {run.backend} ({run.runner}{', config ' + run.config if run.config else ''}): {run.status}"
+          + (f"\nreason: {run.reason}" if run.reason else ""))
+    print(f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}")
+    rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": run.units.get(k, "")}
+            for k, v in run.metrics.items()]
+    print(_table(rows))
+    print("environment: " + ", ".join(f"{k}={v}" for k, v in run.environment.items()))
+    for kind, path in run.artifacts.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_diff(args) -> int:
+    from .compare import comparable, diff, regressions, render
+    from .store import resolve_one
+
+    with _store(args) as store:
+        a, b = resolve_one(store, args.a), resolve_one(store, args.b)
+    why = comparable(a, b)
+    if why and not args.force:
+        raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force shows the table anyway")
+    frame = diff(a, b, args.metrics.split(",") if args.metrics else None, args.threshold / 100)
+    title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
+    if why:
+        title += f"  [not comparable: {why}]"
+    _emit(render(frame, args.format, title), args.output)
+    worse = regressions(frame)
+    if args.fail_on_regression and worse:
+        print(f"simflow: {len(worse)} regression(s): " + "; ".join(worse), file=sys.stderr)
+        return 4
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare, regressions, render
+    from .store import select
+
+    with _store(args) as store:
+        runs = select(store.runs(), args.filters)
+    by = args.by.split(",")
+    frame, base = compare(runs, by, args.metrics.split(",") if args.metrics else None, args.baseline)
+    _emit(render(frame, args.format, f"by {args.by}, baseline {base}"), args.output)
+    worse = regressions(frame, args.threshold / 100)
+    if args.fail_on_regression and worse:
+        print(f"simflow: {len(worse)} group(s) slower than the baseline: " + "; ".join(worse), file=sys.stderr)
+        return 4
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .backends import RunResult
+
+    stored = 0
+    with _store(args) as store:
+        for name in args.paths:
+            path = Path(name)
+            path = path / "result.json" if path.is_dir() else path
+            if not path.is_file():
+                raise UserError(f"no result.json at {path}")
+            result = RunResult.from_dict(json.loads(path.read_text()))
+            if result.run_id in store.ids():
+                print(f"{result.run_id}: stored already")
+                continue
+            store.add(result)
+            stored += 1
+            print(f"{result.run_id}: stored")
+    print(f"{stored} run(s) stored in {store.path}", file=sys.stderr)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from .sweep import load_sweep, plan, run_sweep
+
+    sweep = load_sweep(args.file)
+    with _store(args) as store:
+        if args.dry_run:
+            todo, cached = plan(sweep, store, args.retry_failed)
+            for job in sweep.jobs:
+                print(("run    " if job in todo else "stored ") + job.describe())
+            print(f"{len(sweep.jobs)} jobs, {sweep.duplicates} duplicates removed, {len(cached)} stored already, "
+                  f"{len(todo)} to run")
+            return 0
+        report = run_sweep(sweep, store, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
+                           retry_failed=args.retry_failed, quiet=args.json)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(f"sweep {report.name}: {len(report.stored)} run now, {len(report.cached)} from the store, "
+              f"{len(report.failed)} did not pass, {len(report.errors)} could not run; {report.wall_s:.1f} s")
+        for run_id, why in report.failed:
+            print(f"  {run_id}: {why}")
+        for job, error in report.errors:
+            print(f"  ERROR {job}: {error}")
+    return 0 if not report.failed and not report.errors else 2
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+    from .store import select
+
+    with _store(args) as store:
+        runs = select(store.runs(), args.filters)
+    paths = write_report(runs, Path(args.output), by=args.by.split(","),
+                         metrics=args.metrics.split(",") if args.metrics else None, baseline=args.baseline)
+    for path in paths:
+        print(path)
+    return 0
 
 
 def cmd_doctor(args) -> int:
@@ -251,6 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
+    _results_arg(p)
+    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
 
@@ -262,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--results", help="results folder (default: $SIMFLOW_RESULTS or ./simflow-results)")
+    _results_arg(p)
+    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, log, ...")
     p.set_defaults(func=cmd_sim)
 
@@ -277,6 +466,62 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
     p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
     p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("runs", help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--last", type=int, help="only the newest N")
+    _results_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("show", help="one stored run: everything it recorded")
+    p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
+    _results_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("diff", help="two runs metric by metric: delta, ratio, better/worse/same")
+    p.add_argument("a", help="run id or selector (the reference)")
+    p.add_argument("b", help="run id or selector")
+    p.add_argument("--metrics", help="comma-separated metric names (default: every metric both have)")
+    p.add_argument("--threshold", type=float, default=2.0, help="%% change below which values count as the same")
+    p.add_argument("--force", action="store_true", help="show the table even when the runs are not comparable")
+    _format_args(p)
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("compare", help="many runs side by side, one row per group, against a baseline")
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
+    p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
+    p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
+    p.add_argument("--threshold", type=float, default=2.0, help="%% slower than the baseline that counts")
+    _format_args(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("sweep", help="run a TOML sweep (variants x params x problems x backends x configs)")
+    p.add_argument("file")
+    p.add_argument("--workers", "-j", type=int, help="parallel runs (default: the number of cores)")
+    p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
+    p.add_argument("--scheduler", help="a Dask scheduler address (with --executor dask)")
+    p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
+    _results_arg(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("report", help="an HTML + markdown report with tables and plots of stored runs")
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("-o", "--output", required=True, help="folder to write index.html, report.md and PNGs")
+    p.add_argument("--by", default="variant", help="group key(s), comma-separated")
+    p.add_argument("--metrics", help="comma-separated metric names")
+    p.add_argument("--baseline", help="the group the others are compared with")
+    _results_arg(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("import", help="store runs from their result.json (a run folder or the file)")
+    p.add_argument("paths", nargs="+")
+    _results_arg(p)
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("doctor", help="what simflow can use here, what is missing and how to get it")
     p.add_argument("--json", action="store_true")

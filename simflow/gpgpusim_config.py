@@ -17,6 +17,7 @@ comment, a double-quoted value may span lines, and the last occurrence of an opt
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tomllib
@@ -46,6 +47,12 @@ class SimConfig:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "base": self.base, "description": self.description, "options": dict(self.options)}
+
+
+def config_key(config: SimConfig) -> str:
+    """What makes two runs' configs the same before they run: base and options (not name or wording)."""
+    text = json.dumps({"base": config.base, "options": config.options}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _option_text(value) -> str:

@@ -24,7 +24,6 @@ from simflow.backends.gpgpusim import (
     execute,
     execute_in_docker,
     finish,
-    new_run_folder,
     prepare,
     write_json,
 )
@@ -33,6 +32,7 @@ from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
 from simflow.standalone import cuda11_toolkit
+from simflow.store import new_run_folder
 from simflow.toolkits import cuda_install_path
 from simflow.variants import render
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 
 from ..problems import Problem
 from ..variants import Kernel
@@ -45,10 +46,14 @@ class RunResult:
     kernels: list[str] = field(default_factory=list)
     run_id: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)  # kept files: run folder, log, sources
+    seed: int = 0
+    created: str = ""  # UTC, ISO 8601
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
+        if not self.created:
+            self.created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @property
     def passed(self) -> bool:
@@ -77,6 +82,15 @@ class RunResult:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunResult:
+        """The inverse of to_dict (a result.json read back)."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["problem"] = Problem(**data["problem"])
+        kw["metrics"] = {k: (math.nan if v is None else v) for k, v in data.get("metrics", {}).items()}
+        return cls(**kw)
 
 
 @dataclass(frozen=True)

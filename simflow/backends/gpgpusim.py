@@ -33,6 +33,7 @@ from ..gpgpusim_config import (
     DEFAULT_CONFIG,
     SIMULATOR_HELP,
     SimConfig,
+    config_key,
     load_config,
     simulator_root,
     write_run_config,
@@ -41,8 +42,8 @@ from ..gpgpusim_log import STATS, parse_file
 from ..limits import KNOWN_DEVICES, check_grid, check_shared_memory, check_threads
 from ..problems import Problem
 from ..reference import check_output, make_inputs
-from ..resources import results_dir
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
+from ..store import new_run_folder
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
 from .base import Availability, Backend, RunOptions, RunResult
@@ -64,20 +65,6 @@ def write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, path)
-
-
-def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
-    """A fresh folder under <results>/runs named by time, variant and a random suffix."""
-    runs = (root or results_dir()).resolve() / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    while True:
-        run_id = f"{stamp}-{variant}-{os.urandom(3).hex()}"
-        try:
-            (runs / run_id).mkdir()
-            return run_id, runs / run_id
-        except FileExistsError:
-            continue
 
 
 def check_simulator_limits(kernel: Kernel, batch: int) -> None:
@@ -248,10 +235,11 @@ def finish(folder: Path) -> RunResult:
     problem = Problem(**spec["problem"])
     result = RunResult(status="passed", backend="gpgpusim", variant=spec["variant"], params=spec["params"],
                        problem=problem, fingerprint=spec["fingerprint"], kernels=list(spec["kernels"]),
-                       run_id=spec["run_id"])
+                       run_id=spec["run_id"], seed=spec["seed"], created=spec["created"])
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "program_source": str(folder / "program.cu")}
     result.environment["config"] = spec["config"]["name"]
+    result.environment["config_key"] = config_key(SimConfig(**spec["config"]))
     path = folder / "execution.json"
     facts = json.loads(path.read_text()) if path.is_file() else {}
     for key in ("config_base", "config_hash", "cuda", "simulator_root", "docker_image", "host"):
@@ -363,8 +351,8 @@ class GpgpusimBackend(Backend):
         if refusal:
             return RunResult(status="refused", backend=self.name, variant=kernel.variant, params=kernel.params,
                              problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
-                             reason=refusal, kernels=kernel.kernel_names,
-                             environment={"config": self.config.name})
+                             reason=refusal, kernels=kernel.kernel_names, seed=options.seed,
+                             environment={"config": self.config.name, "config_key": config_key(self.config)})
         run_id, folder = new_run_folder(kernel.variant, self.results)
         prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)
         if self.docker_image:

@@ -123,8 +123,8 @@ class GpuBackend(Backend):
         problem = kernel.problem.with_batch(batch)
         result = RunResult(
             status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
-            problem=problem, fingerprint=kernel.fingerprint(COMPILE_OPTIONS), environment=self.environment(),
-            kernels=kernel.kernel_names,
+            problem=problem, fingerprint=kernel.fingerprint(), environment=self.environment(),
+            kernels=kernel.kernel_names, seed=options.seed,
         )
         launches = kernel.launches(batch)
         try:

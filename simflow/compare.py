@@ -1,0 +1,167 @@
+"""Comparison tables over stored runs: `diff` (two runs, metric by metric) and `compare` (many runs,
+one row per group, against a baseline). Both are pandas DataFrames; `render` writes them as a
+terminal table, markdown, CSV, JSON or HTML."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+
+from .errors import UserError
+from .metrics import DEFAULT_METRICS, SPEED_METRIC, better
+from .store import StoredRun
+
+FORMATS = ("table", "markdown", "csv", "json", "html")
+DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
+# Bookkeeping, not performance: left out of a diff unless asked for by name.
+NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_rate_insn", "gpgpu_simulation_time",
+                "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown",
+                "sim_wall_s"}
+
+
+def comparable(a: StoredRun, b: StoredRun) -> str:
+    """'' when a diff of the two means something, else why not."""
+    if a.backend != b.backend:
+        return f"backend differs ({a.backend} vs {b.backend})"
+    if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
+        return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
+    if a.config_key != b.config_key:
+        return f"simulator config differs ({a.config} vs {b.config})"
+    if a.config_hash and b.config_hash and a.config_hash != b.config_hash:
+        return (f"the simulator read different config files (hash {a.config_hash} vs {b.config_hash}): "
+                "another simulator install or version")
+    return ""
+
+
+def _num(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def mark(name: str, a: float, b: float, threshold: float) -> str:
+    if math.isnan(a) or math.isnan(b):
+        return "n/a"
+    if a == b or (a != 0 and abs(b - a) / abs(a) <= threshold):
+        return "same"
+    direction = better(name)
+    if not direction:
+        return "changed"
+    return "better" if (b < a) == (direction == "lower") else "worse"
+
+
+def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold: float = DEFAULT_THRESHOLD):
+    """One row per metric: A, B, delta, ratio B/A, % change and a mark by the metric's better direction."""
+    import pandas as pd
+
+    if metrics:
+        names = metrics
+        missing = [m for m in names if m not in a.metrics and m not in b.metrics]
+        if missing:
+            have = sorted(set(a.metrics) | set(b.metrics))
+            raise UserError(f"no metric {', '.join(missing)} in either run; they have: {', '.join(have)}")
+    else:
+        names = [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] not in NOT_COMPARED]
+    rows = []
+    for name in names:
+        va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
+        ratio = vb / va if va and not math.isnan(va) else math.nan
+        rows.append({"metric": name, "unit": a.units.get(name) or b.units.get(name, ""), "A": va, "B": vb,
+                     "delta": vb - va, "ratio": ratio, "change_%": (ratio - 1) * 100 if not math.isnan(ratio)
+                     else math.nan, "better": better(name) or "-", "mark": mark(name, va, vb, threshold)})
+    return pd.DataFrame(rows, columns=["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"])
+
+
+def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None):
+    """One row per group (the newest run of each), the chosen metrics, and each metric over the baseline's.
+
+    Returns (frame, baseline label)."""
+    import pandas as pd
+
+    if not runs:
+        raise UserError("no stored run matches; 'simflow runs' lists what is stored")
+    groups: dict[str, StoredRun] = {}
+    for run in runs:  # oldest first: the newest of a group wins
+        groups[run.label(by)] = run
+    backends = {r.backend for r in groups.values()}
+    if not metrics:
+        metrics = [m for b in sorted(backends) for m in DEFAULT_METRICS.get(b, [])]
+        metrics = [m for m in metrics if any(m in r.metrics for r in groups.values())]
+    labels = list(groups)
+    base = baseline if baseline is not None else labels[0]
+    if base not in groups:
+        candidates = [label for label in labels if base in label.split(",") or label.endswith(f"={base}")]
+        if len(candidates) != 1:
+            raise UserError(f"baseline {base!r} is not one of the groups: {'; '.join(labels)}")
+        base = candidates[0]
+    ref = groups[base]
+    rows = []
+    for label, run in groups.items():
+        row = {"group": label, "run": run.id, "status": run.status}
+        for m in metrics:
+            value, ref_value = _num(run.metrics.get(m)), _num(ref.metrics.get(m))
+            row[m] = value
+            row[f"{m} /base"] = value / ref_value if ref_value and not math.isnan(ref_value) else math.nan
+        speed = SPEED_METRIC.get(run.backend)
+        if speed and speed in run.metrics and speed in ref.metrics and run.metrics[speed]:
+            row["speedup"] = ref.metrics[speed] / run.metrics[speed]
+        rows.append(row)
+    return pd.DataFrame(rows), base
+
+
+def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
+    """Rows of a diff marked worse, or groups of a compare slower than the baseline."""
+    if "mark" in frame:
+        return [f"{r.metric}: {r.A:g} -> {r.B:g}" for r in frame.itertuples() if r.mark == "worse"]
+    if "speedup" in frame:
+        return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
+                if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]
+    return []
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def render(frame, fmt: str, title: str = "") -> str:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "json":
+        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                   for row in frame.to_dict(orient="records")]
+        return json.dumps({"title": title, "rows": records}, indent=2)
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    header = [str(c) for c in frame.columns]
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| " + " | ".join("---:" if frame[c].dtype.kind in "fi" else "---" for c in frame.columns) + " |")
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return "\n".join(lines) + "\n"
+    if fmt == "html":
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td class="{_css(h, c)}">{html.escape(c)}</td>'
+                                        for h, c in zip(header, row, strict=True)) + "</tr>" for row in cells)
+        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+        return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines += ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True))
+              for row in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _css(column: str, value: str) -> str:
+    return value if column == "mark" else ("num" if _numeric(value) else "")

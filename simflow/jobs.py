@@ -1,0 +1,122 @@
+"""A job is one run to make: variant x parameters x problem x backend x simulator config.
+
+`run_job` makes it (in this process or a worker's) and keeps its files in a run folder; the
+caller stores the returned record, so a results database is written by one process only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .backends import RunOptions, RunResult, backend_class
+from .errors import UserError
+from .problems import Problem
+from .store import keep_result, new_run_folder
+from .variants import Kernel, get_variant, show_value
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    params: tuple[tuple[str, object], ...]  # resolved, in the variant's order
+    problem: Problem
+    backend: str
+    config: str = ""  # simulator config (name or overlay path); '' on a GPU
+    docker_image: str = ""
+    seed: int = 0
+    repeats: int = 20
+    warmup: int = 3
+    timeout_s: float = 3600
+
+    @staticmethod
+    def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
+        resolved = get_variant(variant).resolve(params)
+        if backend == "gpgpusim" and not kw.get("config"):
+            kw["config"] = "SM7_QV100"
+        return Job(variant, tuple(resolved.items()), problem, backend, **kw)
+
+    def kernel(self) -> Kernel:
+        return get_variant(self.variant).render(self.problem, dict(self.params))
+
+    @property
+    def key(self) -> tuple:
+        """What makes two jobs the same run (for de-duplication)."""
+        return self.variant, self.params, tuple(sorted(self.problem.as_dict().items())), self.backend, self.config
+
+    def describe(self) -> str:
+        params = " ".join(f"{k}={show_value(v)}" for k, v in self.params)
+        where = f" {self.config}" if self.config else ""
+        return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}"
+
+    def config_key(self) -> str:
+        if self.backend != "gpgpusim":
+            return ""
+        from .gpgpusim_config import config_key, load_config
+
+        return config_key(load_config(self.config))
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["params"] = dict(self.params)
+        out["problem"] = self.problem.as_dict()
+        return out
+
+
+_BACKENDS: dict[tuple, object] = {}  # one backend object per process and settings (a GPU context once)
+
+
+def _backend(job: Job, results: Path):
+    if job.backend == "gpu":
+        key = ("gpu",)
+        if key not in _BACKENDS:
+            _BACKENDS[key] = backend_class("gpu")()
+        return _BACKENDS[key]
+    if job.backend == "gpgpusim":
+        from .backends.gpgpusim import GpgpusimBackend
+
+        return GpgpusimBackend(config=job.config, docker_image=job.docker_image or None, timeout_s=job.timeout_s,
+                               results=results)
+    raise UserError(f"unknown backend {job.backend!r}")
+
+
+def run_job(job: Job, results: Path) -> RunResult:
+    """Run one job; its files go to <results>/runs/<run id>/. Returns the record to store."""
+    kernel = job.kernel()
+    backend = _backend(job, results)
+    options = RunOptions(seed=job.seed, repeats=job.repeats, warmup=job.warmup)
+    if job.backend == "gpgpusim":
+        result = backend.run(kernel, job.problem.B, options)
+        if not result.run_id:  # refused before a folder was made
+            result.run_id, folder = new_run_folder(job.variant, results)
+            (folder / "kernel.cu").write_text(kernel.source)
+            result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
+            keep_result(result, folder)
+        return result
+    run_id, folder = new_run_folder(job.variant, results)
+    (folder / "kernel.cu").write_text(kernel.source)
+    (folder / "job.json").write_text(json.dumps(job.as_dict(), indent=2) + "\n")
+    result = backend.run(kernel, job.problem.B, options)
+    result.run_id = run_id
+    result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
+    keep_result(result, folder)
+    return result
+
+
+@dataclass
+class JobOutcome:
+    """What a worker sends back: the record, or why the job could not run at all."""
+
+    job: Job
+    result: RunResult | None = None
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def run_job_safely(job: Job, results: str) -> JobOutcome:
+    """For executors: never raises, so one bad job cannot stop a sweep."""
+    try:
+        return JobOutcome(job, run_job(job, Path(results)))
+    except Exception as exc:  # noqa: BLE001 (reported per job, with its type)
+        return JobOutcome(job, error=f"{type(exc).__name__}: {exc}")

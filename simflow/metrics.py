@@ -1,0 +1,36 @@
+"""What simflow knows about each metric: which direction is better. Simulator stats come from the
+parser's catalogue; the GPU backend's metrics are listed here."""
+
+from __future__ import annotations
+
+from .gpgpusim_log import STATS
+
+# The GPU backend's metrics ("" = neither direction is better: a fact, not a score).
+GPU_BETTER = {
+    "time_ms": "lower", "time_ms_min": "lower", "time_ms_max": "lower", "gflops": "higher", "gbps": "higher",
+    "registers": "", "smem_static_bytes": "", "smem_dynamic_bytes": "", "local_bytes": "lower",
+    "threads_per_block": "", "grid_blocks": "", "blocks_per_sm": "higher", "theoretical_occupancy": "higher",
+    "rel_error": "lower", "checked_elements": "", "repeats": "", "input_sets": "",
+}
+RUN_BETTER = {"sim_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "", "cta_per_core": "higher"}
+
+# Metrics a comparison shows when the user names none, per backend.
+DEFAULT_METRICS = {
+    "gpu": ["time_ms", "gflops", "gbps", "registers", "theoretical_occupancy"],
+    "gpgpusim": ["gpu_sim_cycle", "gpu_ipc", "gpu_sim_insn", "L1D_total_cache_accesses", "L1D_total_cache_misses",
+                 "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict", "L2_total_cache_accesses"],
+}
+# The metric a speed-up is computed from, per backend (lower is faster).
+SPEED_METRIC = {"gpu": "time_ms", "gpgpusim": "gpu_sim_cycle"}
+
+
+def better(name: str) -> str:
+    """'lower', 'higher' or '' for a metric name (a `<kernel>.` prefix is ignored)."""
+    for candidate in (name, name.split(".", 1)[-1]):
+        if candidate in GPU_BETTER:
+            return GPU_BETTER[candidate]
+        if candidate in RUN_BETTER:
+            return RUN_BETTER[candidate]
+        if candidate in STATS:
+            return STATS[candidate].better
+    return ""

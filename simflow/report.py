@@ -1,0 +1,161 @@
+"""`simflow report`: one self-contained HTML page (plots embedded) and a markdown twin, with the
+comparison tables and plots of stored runs: each metric across groups, speed-up against the
+baseline, and GPU and simulator results side by side where both exist."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .compare import compare, render
+from .errors import UserError
+from .metrics import SPEED_METRIC, better
+from .store import StoredRun
+
+MAX_METRIC_PLOTS = 8
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+table.simflow{border-collapse:collapse;margin:1em 0;font-size:13px}
+table.simflow td,table.simflow th{border:1px solid #ccc;padding:3px 8px}
+table.simflow td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.simflow th{background:#f2f2f2} caption{text-align:left;font-weight:bold;padding:4px 0}
+td.better{background:#dff0d8} td.worse{background:#f2dede} img{max-width:100%;border:1px solid #eee}
+.plots{display:flex;flex-wrap:wrap;gap:12px} .plots img{width:560px}"""
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError("simflow report needs matplotlib: pip install 'simflow[report]'") from None
+    return plt
+
+
+def _bar(plt, labels: list[str], values: list[float], title: str, xlabel: str, path: Path,
+         reference: float | None = None, highlight: str | None = None) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.4))
+    colors = ["#d9822b" if label == highlight else "#3b75af" for label in labels]
+    shown = [0 if math.isnan(v) else v for v in values]
+    bars = ax.barh(range(len(labels)), shown, color=colors)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=9)
+    if reference is not None:
+        ax.axvline(reference, color="#555", linestyle="--", linewidth=1)
+    for bar, value in zip(bars, values, strict=True):
+        text = "n/a" if math.isnan(value) else f"{value:.4g}"
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {text}", va="center", fontsize=8)
+    ax.margins(x=0.18)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _pair_bars(plt, labels: list[str], gpu: list[float], sim: list[float], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(labels) + 2.0))
+    ys = range(len(labels))
+    for offset, values, label, color in ((-0.2, gpu, "GPU: time speed-up", "#3b75af"),
+                                         (0.2, sim, "GPGPU-Sim: cycle speed-up", "#d9822b")):
+        bars = ax.barh([y + offset for y in ys], values, height=0.4, label=label, color=color)
+        for bar, value in zip(bars, values, strict=True):
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {value:.3f}", va="center", fontsize=8)
+    ax.set_yticks(list(ys), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="#555", linestyle="--", linewidth=1)
+    ax.set_xlabel("speed-up over the baseline (higher is faster)", fontsize=9)
+    ax.set_title("The same variants on the GPU and under the simulator", fontsize=10)
+    ax.margins(x=0.15)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: list[str] | None = None,
+                 baseline: str | None = None) -> list[Path]:
+    """Write index.html, report.md and the PNGs into `folder`; returns their paths."""
+    if not runs:
+        raise UserError("no stored run matches the filters; 'simflow runs' lists what is stored")
+    plt = _pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    html_parts = [f"<h1>simflow report</h1><p>{len(runs)} runs, grouped by {html.escape(','.join(by))}; "
+                  f"made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>"]
+    md_parts = [f"# simflow report\n\n{len(runs)} runs, grouped by {','.join(by)}.\n"]
+    speedups: dict[str, dict[str, float]] = {}
+    for backend in sorted({r.backend for r in runs}):
+        subset = [r for r in runs if r.backend == backend]
+        for problem in sorted({r.problem.describe() for r in subset}):
+            group_runs = [r for r in subset if r.problem.describe() == problem]
+            try:
+                frame, base = compare(group_runs, by, metrics, baseline)
+            except UserError:
+                frame, base = compare(group_runs, by, metrics, None)  # baseline not in this backend's groups
+            title = f"{backend} on {problem}: baseline {base}"
+            html_parts.append(f"<h2>{html.escape(title)}</h2>")
+            html_parts.append(render(frame, "html", "values, and each over the baseline (/base)"))
+            md_parts.append(f"## {title}\n\n" + render(frame, "markdown"))
+            labels = list(frame["group"])
+            slug = f"{backend}-{len(written)}"
+            plots = []
+            names = [c for c in frame.columns if c not in ("group", "run", "status", "speedup")
+                     and not c.endswith(" /base")][:MAX_METRIC_PLOTS]
+            for name in names:
+                direction = better(name)
+                note = f" ({direction} is better)" if direction else ""
+                unit = next((r.units.get(name, "") for r in group_runs if r.units.get(name)), "")
+                plots.append(_bar(plt, labels, list(frame[name]), f"{name}{note}; baseline in orange", unit or name,
+                                  folder / f"{slug}-{_safe(name)}.png", highlight=base))
+            if "speedup" in frame:
+                speed = SPEED_METRIC[backend]
+                plots.insert(0, _bar(plt, labels, list(frame["speedup"]),
+                                     f"speed-up over the baseline (orange), from {speed}\nhigher is faster",
+                                     f"baseline {speed} / {speed}", folder / f"{slug}-speedup.png", reference=1.0,
+                                     highlight=base))
+                for label, value in zip(labels, frame["speedup"], strict=True):
+                    speedups.setdefault(_without(label, "backend"), {})[backend] = value
+            written += plots
+            html_parts.append('<div class="plots">' + "".join(_img(p) for p in plots) + "</div>")
+            md_parts.append("\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n")
+    both = {label: v for label, v in speedups.items() if "gpu" in v and "gpgpusim" in v}
+    if both:
+        labels = list(both)
+        path = _pair_bars(plt, labels, [both[k]["gpu"] for k in labels], [both[k]["gpgpusim"] for k in labels],
+                          folder / "gpu-vs-sim.png")
+        written.append(path)
+        rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='num'>{both[k]['gpu']:.3f}</td>"
+                       f"<td class='num'>{both[k]['gpgpusim']:.3f}</td></tr>" for k in labels)
+        html_parts.append("<h2>GPU and simulator side by side</h2><table class='simflow'><thead><tr><th>group</th>"
+                          f"<th>GPU speed-up</th><th>simulator speed-up</th></tr></thead><tbody>{rows}</tbody>"
+                          f"</table>{_img(path)}")
+        md_parts.append("## GPU and simulator side by side\n\n| group | GPU speed-up | simulator speed-up |\n"
+                        "| --- | ---: | ---: |\n" + "".join(f"| {k} | {both[k]['gpu']:.3f} | "
+                                                          f"{both[k]['gpgpusim']:.3f} |\n" for k in labels)
+                        + f"\n![gpu-vs-sim]({path.name})\n")
+    page = folder / "index.html"
+    page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>simflow report</title>"
+                    f"<style>{STYLE}</style></head><body>{''.join(html_parts)}</body></html>\n")
+    markdown = folder / "report.md"
+    markdown.write_text("\n".join(md_parts))
+    return [page, markdown, *written]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
+
+
+def _without(label: str, key: str) -> str:
+    return ",".join(part for part in label.split(",") if not part.startswith(f"{key}="))

@@ -1,0 +1,357 @@
+"""The results store: every run a record in one SQLite file, beside the run folders.
+
+<results>/simflow.db holds the records; <results>/runs/<run id>/ the kept files (rendered
+source, simulator log, result.json). A record is written in one transaction after the run has
+finished, so a crash leaves no half record; WAL mode and a busy timeout let several processes
+write at once. The schema has a version; `MIGRATIONS` brings an older file up to date and a
+file from a newer simflow is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .backends.base import RunResult
+from .errors import UserError
+from .problems import Problem
+from .resources import results_dir
+
+DB_NAME = "simflow.db"
+BUSY_TIMEOUT_S = 60
+
+MIGRATIONS: list[str] = [
+    # 1: runs, long-form metrics, kept files
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        created TEXT NOT NULL,
+        variant TEXT NOT NULL,
+        params TEXT NOT NULL,            -- JSON, sorted keys
+        fingerprint TEXT NOT NULL,       -- of the rendered kernel source
+        problem TEXT NOT NULL,           -- preset name, or 'custom'
+        shape TEXT NOT NULL,             -- JSON {B, C, M, H, W, K, pad}
+        backend TEXT NOT NULL,           -- gpu | gpgpusim
+        runner TEXT NOT NULL,            -- native | docker:<image>
+        config TEXT NOT NULL,            -- simulator config name ('' on a GPU)
+        config_key TEXT NOT NULL,        -- hash of base + options: part of the cache key
+        config_hash TEXT NOT NULL,       -- hash of the config files the simulator read
+        status TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        environment TEXT NOT NULL,       -- JSON
+        kernels TEXT NOT NULL,           -- JSON list, launch order
+        simflow_version TEXT NOT NULL
+    );
+    CREATE INDEX runs_cache ON runs (fingerprint, shape, backend, config_key);
+    CREATE INDEX runs_variant ON runs (variant, created);
+    CREATE TABLE metrics (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kernel TEXT NOT NULL,            -- '' for the run, else the kernel ('<name>#<uid>' if repeated)
+        name TEXT NOT NULL,
+        value REAL,                      -- NULL: not a number (the simulator printed -nan)
+        unit TEXT NOT NULL,
+        PRIMARY KEY (run_id, kernel, name)
+    );
+    CREATE TABLE artifacts (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,              -- run_dir, kernel_source, log, ...
+        path TEXT NOT NULL,
+        PRIMARY KEY (run_id, kind)
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(UserError):
+    """The database cannot be used (locked, disk full, newer schema); says what to do."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
+    """A fresh folder <results>/runs/<time>-<variant>-<random> and its name, the run id."""
+    runs = (root or results_dir()).resolve() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    while True:
+        run_id = f"{stamp}-{variant}-{os.urandom(3).hex()}"
+        try:
+            (runs / run_id).mkdir()
+            return run_id, runs / run_id
+        except FileExistsError:
+            continue
+
+
+def shape_key(problem: Problem) -> str:
+    return json.dumps({k: getattr(problem, k) for k in ("B", "C", "M", "H", "W", "K", "pad")}, sort_keys=True)
+
+
+@dataclass
+class StoredRun:
+    """A run as the store keeps it."""
+
+    id: str
+    created: str
+    variant: str
+    params: dict
+    fingerprint: str
+    problem: Problem
+    backend: str
+    runner: str
+    config: str
+    config_key: str
+    config_hash: str
+    status: str
+    reason: str
+    seed: int
+    environment: dict
+    kernels: list[str]
+    simflow_version: str
+    metrics: dict[str, float] = field(default_factory=dict)  # flat: '<kernel>.<name>' for kernels
+    units: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    def value(self, key: str) -> str:
+        """A selector field as text: variant, backend, problem, config, status, or a parameter."""
+        from .variants import show_value
+
+        if key in self.params:
+            return show_value(self.params[key])
+        if key == "problem":
+            return self.problem.name
+        if key == "id":
+            return self.id
+        if key in ("variant", "backend", "config", "status", "runner", "fingerprint", "config_hash"):
+            return str(getattr(self, key))
+        if key == "batch":
+            return str(self.problem.B)
+        return self.environment.get(key, "")
+
+    def label(self, keys: Iterable[str]) -> str:
+        return ",".join(f"{k}={self.value(k)}" for k in keys)
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("id", "created", "variant", "params", "fingerprint", "backend",
+                                             "runner", "config", "config_key", "config_hash", "status", "reason",
+                                             "seed", "environment", "kernels", "simflow_version", "units",
+                                             "artifacts")}
+        out["problem"] = self.problem.as_dict()
+        out["metrics"] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.metrics.items()}
+        return out
+
+
+class Store:
+    """The SQLite results database of one results folder."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or results_dir()).resolve()
+        self.path = self.root / DB_NAME
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open") from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            why = f"it is locked by another process (waited {BUSY_TIMEOUT_S} s); try again when that one is done"
+        elif "full" in text or "disk I/O" in text:
+            why = "the disk is full or failing; free space and try again (nothing stored before was changed)"
+        elif "not a database" in text or "malformed" in text:
+            why = "it is not a simflow results database; use another --results folder"
+        else:
+            why = text
+        return StoreError(f"results database {self.path}: cannot {doing}: {why} ({text})")
+
+    def _version(self) -> int:
+        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._version()
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"results database {self.path} has schema version {version}, made by a newer "
+                                 f"simflow; this simflow reads up to version {SCHEMA_VERSION}: upgrade simflow "
+                                 "(pip install -U simflow) or use another --results folder")
+            for number in range(version, SCHEMA_VERSION):
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(number + 1),))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        return self._version()
+
+    # ---- writing ----------------------------------------------------------------------------
+
+    def add(self, result: RunResult) -> str:
+        """Store a finished run in one transaction; returns its id."""
+        from . import __version__
+
+        if not result.run_id:
+            raise ValueError("a stored run needs a run id (new_run_folder gives one)")
+        env = result.environment
+        runner = f"docker:{env['docker_image']}" if env.get("docker_image") else "native"
+        row = (result.run_id, result.created, result.variant, json.dumps(result.params, sort_keys=True),
+               result.fingerprint, result.problem.name, shape_key(result.problem), result.backend, runner,
+               env.get("config", ""), env.get("config_key", ""), env.get("config_hash", ""), result.status,
+               result.reason, result.seed, json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__)
+        metrics = [(result.run_id, kernel, name, None if isinstance(v, float) and math.isnan(v) else float(v),
+                    result.units.get(f"{kernel}.{name}" if kernel else name, ""))
+                   for kernel, values in result.split_metrics().items() for name, v in values.items()]
+        artifacts = [(result.run_id, kind, path) for kind, path in result.artifacts.items()]
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(f"INSERT INTO runs VALUES ({','.join('?' * len(row))})", row)
+                self.conn.executemany("INSERT INTO metrics VALUES (?,?,?,?,?)", metrics)
+                self.conn.executemany("INSERT INTO artifacts VALUES (?,?,?)", artifacts)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError:
+            raise StoreError(f"run {result.run_id} is stored already") from None
+        except sqlite3.Error as exc:
+            raise self._error(exc, f"store run {result.run_id}") from None
+        return result.run_id
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def runs(self, where: str = "", args: tuple = ()) -> list[StoredRun]:
+        """Runs (oldest first) with their metrics and artifacts."""
+        try:
+            rows = self.conn.execute(f"SELECT * FROM runs {where} ORDER BY created, id", args).fetchall()
+            found = {r[0]: self._row(r) for r in rows}
+            if found:
+                marks = ",".join("?" * len(found))
+                for run_id, kernel, name, value, unit in self.conn.execute(
+                        f"SELECT * FROM metrics WHERE run_id IN ({marks})", tuple(found)):
+                    key = f"{kernel}.{name}" if kernel else name
+                    found[run_id].metrics[key] = math.nan if value is None else value
+                    if unit:
+                        found[run_id].units[key] = unit
+                for run_id, kind, path in self.conn.execute(
+                        f"SELECT * FROM artifacts WHERE run_id IN ({marks})", tuple(found)):
+                    found[run_id].artifacts[kind] = path
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read runs") from None
+        return list(found.values())
+
+    @staticmethod
+    def _row(r) -> StoredRun:
+        shape = json.loads(r[6])
+        return StoredRun(id=r[0], created=r[1], variant=r[2], params=json.loads(r[3]), fingerprint=r[4],
+                         problem=Problem(name=r[5], **shape), backend=r[7], runner=r[8], config=r[9],
+                         config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], seed=r[14],
+                         environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17])
+
+    def ids(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created, id")]
+
+    def cached(self, fingerprint: str, problem: Problem, backend: str, config_key: str,
+               failed_too: bool = True) -> str | None:
+        """The newest stored run of this exact kernel, problem, backend and config, if any."""
+        sql = "SELECT id, status FROM runs WHERE fingerprint=? AND shape=? AND backend=? AND config_key=?"
+        rows = self.conn.execute(sql + " ORDER BY created DESC",
+                                 (fingerprint, shape_key(problem), backend, config_key)).fetchall()
+        for run_id, status in rows:
+            if failed_too or status == "passed":
+                return run_id
+        return None
+
+
+def keep_result(result: RunResult, folder: Path) -> None:
+    """result.json in the run folder, atomically."""
+    tmp = folder / f".result.json.tmp{os.getpid()}"
+    tmp.write_text(result.to_json() + "\n")
+    os.replace(tmp, folder / "result.json")
+    result.artifacts.setdefault("result", str(folder / "result.json"))
+
+
+# ---- selecting runs ---------------------------------------------------------------------------
+
+SELECTOR_KEYS = ("id", "variant", "backend", "problem", "config", "status", "runner", "fingerprint", "batch")
+
+
+def parse_selector(text: str) -> dict[str, str]:
+    """'variant=shared,tile=16' -> {'variant': 'shared', 'tile': '16'}."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise UserError(f"selector part {part!r} is not KEY=VALUE (keys: {', '.join(SELECTOR_KEYS)} "
+                            "or a variant parameter such as tile)")
+        key, value = (s.strip() for s in part.split("=", 1))
+        out[key] = value
+    return out
+
+
+def matches(run: StoredRun, selector: dict[str, str]) -> bool:
+    return all(run.id.startswith(v) if k == "id" else run.value(k) == v for k, v in selector.items())
+
+
+def select(runs: list[StoredRun], filters: Iterable[str]) -> list[StoredRun]:
+    """Runs matching every filter (each KEY=VALUE[,KEY=VALUE])."""
+    selector: dict[str, str] = {}
+    for f in filters:
+        selector.update(parse_selector(f))
+    return [r for r in runs if matches(r, selector)]
+
+
+def resolve_one(store: Store, text: str) -> StoredRun:
+    """A run id (or a unique prefix) or a selector that must match exactly one run."""
+    import difflib
+
+    runs = store.runs()
+    if "=" not in text:
+        found = [r for r in runs if r.id == text] or [r for r in runs if r.id.startswith(text)]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            close = difflib.get_close_matches(text, [r.id for r in runs], n=5, cutoff=0.4)
+            hint = f"; close matches: {', '.join(close)}" if close else f"; {len(runs)} runs stored in {store.path}"
+            raise UserError(f"no run {text!r}{hint}")
+    else:
+        found = select(runs, [text])
+        if not found:
+            selector = parse_selector(text)
+            near = [r for r in runs if sum(matches(r, {k: v}) for k, v in selector.items()) == len(selector) - 1]
+            hint = "; runs that differ in one key: " + ", ".join(
+                f"{r.id} ({r.label(selector)})" for r in near[-5:]) if near else ""
+            raise UserError(f"no run matches {text!r}{hint}")
+    if len(found) > 1:
+        listing = "\n  ".join(f"{r.id}  {r.variant} {r.label(r.params)} {r.problem.name} {r.backend} {r.status}"
+                              for r in found[-10:])
+        raise UserError(f"{text!r} matches {len(found)} runs; name one (a run id, or more KEY=VALUE):\n  {listing}")
+    return found[0]

@@ -1,0 +1,370 @@
+"""Sweeps: a TOML file of variants x parameter grids x problems x backends x simulator configs.
+
+    name = "tiles"
+    backends = ["gpgpusim"]            # gpu, gpgpusim
+    configs = ["SM7_QV100"]            # simulator configs (names or overlay paths)
+    problems = ["batch3x3"]            # presets, or shapes "B,C,M,H,W,K[,pad]"
+    seed = 0
+    [[variants]]
+    name = "shared"
+    tile = [8, 16, 32]                 # a list is a grid axis, a single value is fixed
+    unroll = ["none", "both"]
+
+The file is checked whole before anything runs (a mistake names its line and the valid
+choices). Jobs are expanded and de-duplicated; a job whose run is already stored (same rendered
+source, problem, backend and config) is not run again, so an interrupted sweep resumes. Runs go
+to local worker processes or to Dask (a scheduler address, or Slurm/PBS through dask-jobqueue);
+every record is written by this process, as each run comes back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .backends import backend_names
+from .errors import UserError
+from .jobs import Job, JobOutcome, run_job_safely
+from .problems import PRESETS, Problem, get_problem
+from .store import Store, StoreError
+from .variants import VARIANTS, get_variant
+
+TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "batch": "int",
+            "seed": "int", "repeats": "int", "warmup": "int", "timeout": "seconds", "docker": "image",
+            "variants": "[[variants]] tables", "dask": "[dask] table"}
+DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives")
+EXECUTORS = ("local", "dask", "slurm", "pbs")
+
+
+@dataclass
+class Sweep:
+    name: str
+    jobs: list[Job]
+    duplicates: int = 0
+    dask: dict = field(default_factory=dict)
+
+
+def _line(text: str, key: str, start: int = 0) -> int:
+    """1-based line where `key = ...` is set (from line `start`), for error messages."""
+    lines = text.splitlines()
+    pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return i + 1
+    return start + 1
+
+
+def _variant_blocks(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines()) if re.match(r"^\s*\[\[\s*variants\s*\]\]", line)]
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Parse, check and expand a sweep file."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no sweep file {path}")
+    text = path.read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+
+    def fail(line: int, message: str) -> UserError:
+        return UserError(f"{path}:{line}: {message}")
+
+    for key in data:
+        if key not in TOP_KEYS:
+            raise fail(_line(text, key), f"unknown key {key!r}; valid keys: {', '.join(TOP_KEYS)}")
+    backends = _as_list(data.get("backends", ["gpgpusim"]))
+    for b in backends:
+        if b not in backend_names():
+            raise fail(_line(text, "backends"), f"unknown backend {b!r}; valid backends: {', '.join(backend_names())}")
+    configs = _as_list(data.get("configs", ["SM7_QV100"]))
+    if "gpgpusim" in backends:
+        from .gpgpusim_config import load_config
+
+        for c in configs:
+            try:
+                load_config(c if os.path.isabs(c) or not c.endswith(".toml") else str(path.parent / c))
+            except UserError as exc:
+                raise fail(_line(text, "configs"), str(exc)) from None
+    problems: list[Problem] = []
+    for p in _as_list(data.get("problems", ["batch3x3"])):
+        try:
+            if not isinstance(p, str):
+                raise UserError(f"a problem is a preset name or a shape string, got {p!r}")
+            shape = p if "," in p else None
+            problems.append(get_problem(None if shape else p, shape=shape, batch=data.get("batch")))
+        except UserError as exc:
+            raise fail(_line(text, "problems"), f"{exc} (presets: {', '.join(PRESETS)})") from None
+    options = {}
+    for key, kind in (("seed", int), ("repeats", int), ("warmup", int), ("timeout", (int, float))):
+        if key in data:
+            if not isinstance(data[key], kind) or isinstance(data[key], bool):
+                raise fail(_line(text, key), f"{key} must be a number, got {data[key]!r}")
+            options["timeout_s" if key == "timeout" else key] = data[key]
+    if "docker" in data:
+        options["docker_image"] = str(data["docker"])
+    dask = data.get("dask", {})
+    for key in dask:
+        if key not in DASK_KEYS:
+            raise fail(_line(text, key), f"unknown [dask] key {key!r}; valid keys: {', '.join(DASK_KEYS)}")
+
+    entries = data.get("variants")
+    if not entries or not isinstance(entries, list):
+        raise fail(1, f"no [[variants]] table; add one per variant, e.g. [[variants]] name = \"shared\" "
+                      f"(variants: {', '.join(VARIANTS)})")
+    starts = _variant_blocks(text)
+    jobs: list[Job] = []
+    seen: set = set()
+    duplicates = 0
+    for index, entry in enumerate(entries):
+        start = starts[index] if index < len(starts) else 0
+        name = entry.get("name")
+        if name not in VARIANTS:
+            raise fail(_line(text, "name", start), f"unknown variant {name!r}; valid variants: {', '.join(VARIANTS)}")
+        variant = get_variant(name)
+        axes = {k: _as_list(v) for k, v in entry.items() if k != "name"}
+        for key, values in axes.items():
+            if key not in {p.name for p in variant.params}:
+                raise fail(_line(text, key, start), f"variant {name} has no parameter {key!r}; valid parameters: "
+                                                    f"{', '.join(p.name for p in variant.params)}")
+            for value in values:
+                try:
+                    variant.resolve({key: value})
+                except UserError as exc:
+                    raise fail(_line(text, key, start), str(exc)) from None
+        keys = list(axes)
+        for combo in itertools.product(*axes.values()):
+            params = dict(zip(keys, combo, strict=True))
+            for problem, backend in itertools.product(problems, backends):
+                for config in configs if backend == "gpgpusim" else [""]:
+                    if config.endswith(".toml") and not os.path.isabs(config):
+                        config = str(path.parent / config)
+                    job = Job.make(name, params, problem, backend, config=config, **options)
+                    if job.key in seen:
+                        duplicates += 1
+                        continue
+                    seen.add(job.key)
+                    jobs.append(job)
+    return Sweep(name=str(data.get("name", path.stem)), jobs=jobs, duplicates=duplicates, dask=dask)
+
+
+@dataclass
+class Progress:
+    """Done, failed, running, cached and an estimate of the time left, on one line of stderr."""
+
+    total: int
+    workers: int
+    out: object = sys.stderr
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    started: float = field(default_factory=time.monotonic)
+    quiet: bool = False
+
+    def show(self) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.started
+        left = self.total - self.done
+        eta = ""
+        if self.done and left:
+            eta = f", about {_duration(elapsed / self.done * left)} left"
+        width = 24
+        filled = int(width * self.done / self.total) if self.total else width
+        bar = "#" * filled + "." * (width - filled)
+        line = (f"\r[{bar}] {self.done}/{self.total} done, {self.failed} failed, {self.running} running, "
+                f"{_duration(elapsed)} elapsed{eta}   ")
+        tty = getattr(self.out, "isatty", lambda: False)()
+        self.out.write(line if tty else line.strip("\r ") + "\n")  # a log gets one line per event
+        self.out.flush()
+
+    def finish(self) -> None:
+        if not self.quiet and getattr(self.out, "isatty", lambda: False)():
+            self.out.write("\n")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+@dataclass
+class SweepReport:
+    name: str
+    total: int
+    duplicates: int
+    cached: list[str] = field(default_factory=list)  # run ids reused
+    stored: list[str] = field(default_factory=list)  # run ids made now
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (job or run id, reason)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # jobs that could not run at all
+    wall_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "jobs": self.total, "duplicates_removed": self.duplicates,
+                "cached": self.cached, "run": self.stored, "failed": [{"run": r, "reason": why} for r, why in
+                                                                     self.failed],
+                "errors": [{"job": j, "error": e} for j, e in self.errors], "wall_s": round(self.wall_s, 3)}
+
+
+def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> tuple[list[Job], list[str]]:
+    """The jobs still to run, and the stored runs that already answer the others (the cache)."""
+    todo, cached = [], []
+    for job in sweep.jobs:
+        run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key(),
+                              failed_too=not retry_failed)
+        if run_id:
+            cached.append(run_id)
+        else:
+            todo.append(job)
+    return todo, cached
+
+
+def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executor: str = "local",
+              scheduler: str | None = None, retry_failed: bool = False, quiet: bool = False) -> SweepReport:
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
+    started = time.monotonic()
+    report = SweepReport(sweep.name, len(sweep.jobs), sweep.duplicates)
+    todo, report.cached = plan(sweep, store, retry_failed)
+    workers = workers or os.cpu_count() or 1
+    progress = Progress(total=len(todo), workers=workers, quiet=quiet)
+    if not quiet:
+        print(f"sweep {sweep.name}: {len(sweep.jobs)} jobs ({sweep.duplicates} duplicates removed), "
+              f"{len(report.cached)} already stored, {len(todo)} to run on {executor} "
+              f"({workers if executor == 'local' else 'dask'} workers)", file=sys.stderr)
+    if todo:
+        runner = _local if executor == "local" else _dask
+        for outcome in runner(todo, store.root, workers, scheduler, executor, sweep.dask, progress):
+            _record(outcome, store, report, progress)
+    progress.finish()
+    report.wall_s = time.monotonic() - started
+    return report
+
+
+def _record(outcome: JobOutcome, store: Store, report: SweepReport, progress: Progress) -> None:
+    progress.done += 1
+    result = outcome.result
+    if result is None:
+        progress.failed += 1
+        report.errors.append((outcome.job.describe(), outcome.error))
+    else:
+        try:
+            store.add(result)
+        except StoreError as exc:
+            report.errors.append((outcome.job.describe(), f"{exc}; its files are in {result.artifacts.get('run_dir')}"))
+            progress.failed += 1
+            progress.show()
+            return
+        report.stored.append(result.run_id)
+        if not result.passed:
+            progress.failed += 1
+            first_line = result.reason.splitlines()[0] if result.reason else ""
+            report.failed.append((result.run_id, f"{result.status}: {first_line}"))
+    progress.show()
+
+
+def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, _dask,
+           progress: Progress) -> Iterator[JobOutcome]:
+    """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU)."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
+    gpu_jobs = [j for j in todo if j.backend == "gpu"]
+    other = [j for j in todo if j.backend != "gpu"]
+    pools = []
+    pending = set()
+    if other:
+        pools.append((ProcessPoolExecutor(max_workers=min(workers, len(other)), mp_context=context), other,
+                      min(workers, len(other))))
+    if gpu_jobs:
+        pools.append((ProcessPoolExecutor(max_workers=1, mp_context=context), gpu_jobs, 1))
+    try:
+        queues = [(pool, iter(jobs), width) for pool, jobs, width in pools]
+        for pool, jobs, width in queues:  # keep each pool exactly full, so 'running' is true
+            for job in itertools.islice(jobs, width):
+                pending.add(_submit(pool, jobs, job, results))
+        progress.running = len(pending)
+        progress.show()
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                pool, jobs = future.simflow_pool  # type: ignore[attr-defined]
+                nxt = next(jobs, None)
+                if nxt is not None:
+                    pending.add(_submit(pool, jobs, nxt, results))
+                progress.running = len(pending)
+                yield future.result()
+    finally:
+        for pool, _, _ in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _submit(pool, jobs, job: Job, results: Path):
+    future = pool.submit(run_job_safely, job, str(results))
+    future.simflow_pool = (pool, jobs)
+    return future
+
+
+def dask_cluster(executor: str, settings: dict, workers: int):
+    """A dask-jobqueue cluster for Slurm or PBS, from the sweep file's [dask] table."""
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UserError(f"--executor {executor} needs dask-jobqueue: pip install 'simflow[cluster]'") from None
+    cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[executor]
+    kw = {k: v for k, v in settings.items() if k not in ("cluster", "jobs")}
+    kw.setdefault("cores", 1)
+    kw.setdefault("memory", "4GB")
+    cluster = cls(**kw)
+    cluster.scale(jobs=int(settings.get("jobs", workers)))
+    return cluster
+
+
+def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, executor: str, settings: dict,
+          progress: Progress) -> Iterator[JobOutcome]:
+    """Dask distributed: a running scheduler (--scheduler), a Slurm/PBS cluster, or a local one.
+    Workers must see the results folder (a shared file system): run folders are written there."""
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise UserError("--executor dask needs dask distributed: pip install 'simflow[cluster]'") from None
+    cluster = None
+    if executor in ("slurm", "pbs"):
+        cluster = dask_cluster(executor, settings, workers)
+        client = Client(cluster)
+    elif scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = [client.submit(run_job_safely, job, str(results), pure=False) for job in todo]
+        progress.running = min(len(futures), workers)
+        progress.show()
+        for future in as_completed(futures):
+            outcome = future.result()
+            progress.running = max(0, min(workers, len(todo) - progress.done - 1))
+            yield outcome
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+

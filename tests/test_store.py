@@ -1,0 +1,154 @@
+"""The SQLite results store: records round-trip, atomic writes, concurrent writers, schema versions,
+clear errors; selecting runs."""
+
+import math
+import multiprocessing
+import sqlite3
+
+import pytest
+from runs import gpu_record, sim_record
+
+from simflow import store as store_module
+from simflow.errors import UserError
+from simflow.store import Store, StoreError, resolve_one, select
+
+
+def test_a_sim_run_round_trips(tmp_path):
+    result = sim_record(tmp_path)
+    with Store(tmp_path) as store:
+        store.add(result)
+        (run,) = store.runs()
+    assert run.id == result.run_id and run.status == "passed" and run.backend == "gpgpusim"
+    assert run.params == result.params and run.problem == result.problem and run.fingerprint == result.fingerprint
+    assert run.config == "SM7_QV100" and run.config_hash == "d36264132f3a29ca" and run.runner == "native"
+    assert run.metrics["gpu_sim_cycle"] == 6693 and run.units["gpu_sim_cycle"] == "cycles"
+    assert math.isnan(run.metrics["gpu_occupancy"])  # the fork prints -nan: stored as NULL, read as NaN
+    assert set(run.metrics) == set(result.metrics)
+    assert run.artifacts["log"].endswith("sim.log.gz") and run.environment["simulator_version"] == "4.2.0"
+
+
+def test_metrics_are_long_form_with_the_kernel(tmp_path):
+    result = gpu_record("r1", "global", 1.0)
+    result.kernels = ["conv2d_a", "conv2d_b"]
+    result.metrics = {"time_ms": 1.0, "conv2d_a.registers": 30, "conv2d_b.registers": 40}
+    with Store(tmp_path) as store:
+        store.add(result)
+        rows = store.conn.execute("SELECT kernel, name, value FROM metrics ORDER BY kernel, name").fetchall()
+        assert rows == [("", "time_ms", 1.0), ("conv2d_a", "registers", 30.0), ("conv2d_b", "registers", 40.0)]
+        assert store.runs()[0].metrics == result.metrics
+
+
+def test_a_failure_inside_the_write_leaves_no_half_record(tmp_path):
+    with Store(tmp_path) as store:
+        store.add(gpu_record("kept", "global", 1.0))
+        bad = gpu_record("half", "shared", 2.0)
+        bad.artifacts = {"log": {"not": "a path"}}  # sqlite refuses it after runs and metrics were inserted
+        with pytest.raises((StoreError, sqlite3.Error)):
+            store.add(bad)
+        assert store.ids() == ["kept"]
+        assert store.conn.execute("SELECT COUNT(*) FROM metrics WHERE run_id='half'").fetchone() == (0,)
+        with pytest.raises(StoreError, match="stored already"):
+            store.add(gpu_record("kept", "global", 1.0))
+
+
+def _writer(args):
+    root, worker = args
+    with Store(root) as store:
+        for i in range(25):
+            store.add(gpu_record(f"w{worker}-{i:02d}", "global", 1.0 + i))
+    return worker
+
+
+def test_several_processes_writing_at_once_lose_nothing(tmp_path):
+    Store(tmp_path).close()
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        assert sorted(pool.map(_writer, [(tmp_path, w) for w in range(4)])) == [0, 1, 2, 3]
+    with Store(tmp_path) as store:
+        assert len(store.ids()) == 100
+        assert store.conn.execute("SELECT COUNT(*) FROM metrics").fetchone() == (300,)
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    with Store(tmp_path) as store:
+        store.add(gpu_record("r1", "global", 1.0))
+        store.conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(StoreError, match="schema version 99, made by a newer simflow; this simflow reads up to "
+                                         "version 1: upgrade simflow"):
+        Store(tmp_path)
+
+
+def test_an_older_schema_is_migrated_and_keeps_its_runs(tmp_path, monkeypatch):
+    with Store(tmp_path) as store:
+        store.add(gpu_record("r1", "global", 1.0))
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, "ALTER TABLE runs ADD COLUMN note TEXT"])
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    with Store(tmp_path) as store:
+        assert store.schema_version == 2 and store.ids() == ["r1"]
+        assert "note" in [c[1] for c in store.conn.execute("PRAGMA table_info(runs)")]
+
+
+def test_a_locked_database_says_so_and_damages_nothing(tmp_path, monkeypatch):
+    with Store(tmp_path) as store:
+        store.add(gpu_record("r1", "global", 1.0))
+    holder = sqlite3.connect(tmp_path / "simflow.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    try:
+        with pytest.raises(StoreError, match="locked by another process"):
+            Store(tmp_path).add(gpu_record("r2", "global", 2.0))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with Store(tmp_path) as store:
+        assert store.ids() == ["r1"] and store.runs()[0].metrics["time_ms"] == 1.0
+
+
+def test_not_a_database(tmp_path):
+    (tmp_path / "simflow.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a simflow results database"):
+        Store(tmp_path)
+
+
+def test_cache_lookup(tmp_path):
+    good, bad = sim_record(tmp_path, "global"), sim_record(tmp_path, "global", wrong=True)
+    assert bad.status == "wrong_result"
+    with Store(tmp_path) as store:
+        store.add(bad)
+        key = (good.fingerprint, good.problem, "gpgpusim", good.environment["config_key"])
+        assert store.cached(*key) == bad.run_id
+        assert store.cached(*key, failed_too=False) is None
+        store.add(good)
+        assert store.cached(*key, failed_too=False) == good.run_id
+        assert store.cached(good.fingerprint, good.problem.with_batch(5), "gpgpusim", key[3]) is None
+        assert store.cached(good.fingerprint, good.problem, "gpu", "") is None
+
+
+def test_selecting_and_resolving(tmp_path):
+    with Store(tmp_path) as store:
+        store.add(gpu_record("20261121-000001-global-aaaaaa", "global", 2.0))
+        store.add(gpu_record("20261121-000002-shared-bbbbbb", "shared", 1.0, {"tile": 8}))
+        store.add(gpu_record("20261121-000003-shared-cccccc", "shared", 1.5, {"tile": 16}))
+        runs = store.runs()
+        assert [r.id[-6:] for r in select(runs, ["variant=shared"])] == ["bbbbbb", "cccccc"]
+        assert [r.id[-6:] for r in select(runs, ["variant=shared,tile=8"])] == ["bbbbbb"]
+        assert select(runs, ["backend=gpu", "restrict=off"]) == runs
+        assert resolve_one(store, "20261121-000002").id.endswith("bbbbbb")
+        assert resolve_one(store, "variant=shared,tile=16").id.endswith("cccccc")
+        with pytest.raises(UserError, match="matches 2 runs; name one"):
+            resolve_one(store, "variant=shared")
+        with pytest.raises(UserError, match="no run '20261121-000009-shared-cccccd'; close matches: 20261121-000003"):
+            resolve_one(store, "20261121-000009-shared-cccccd")
+        with pytest.raises(UserError, match="no run matches 'variant=shared,tile=32'; runs that differ in one key"):
+            resolve_one(store, "variant=shared,tile=32")
+        with pytest.raises(UserError, match="not KEY=VALUE"):
+            select(runs, ["variant=shared,tile"])
+
+
+def test_result_json_reads_back_to_the_same_record(tmp_path):
+    import json
+
+    from simflow.backends import RunResult
+
+    result = sim_record(tmp_path, "shared")
+    again = RunResult.from_dict(json.loads((tmp_path / "runs" / result.run_id / "result.json").read_text()))
+    assert again.to_dict() == result.to_dict()

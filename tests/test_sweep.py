@@ -1,0 +1,186 @@
+"""Sweep files (checked before anything runs), expansion, the cache, local and Dask executors, and
+(marked gpgpusim) a real sweep resumed after kill -9."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hardware import requires_gpgpusim
+from runs import sim_record
+
+from simflow.errors import UserError
+from simflow.store import Store
+from simflow.sweep import load_sweep, plan, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GRID = """name = "grid"
+backends = ["gpgpusim"]
+configs = ["SM7_QV100"]
+problems = ["batch3x3"]
+
+[[variants]]
+name = "global"
+
+[[variants]]
+name = "shared"
+tile = [8, 16, 16]
+unroll = ["none", "both"]
+"""
+
+
+def write(tmp_path, text, name="sweep.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_expansion_and_duplicates(tmp_path):
+    sweep = load_sweep(write(tmp_path, GRID))
+    assert sweep.name == "grid" and len(sweep.jobs) == 1 + 2 * 2 and sweep.duplicates == 2
+    assert {j.backend for j in sweep.jobs} == {"gpgpusim"} and {j.config for j in sweep.jobs} == {"SM7_QV100"}
+    shared = [dict(j.params) for j in sweep.jobs if j.variant == "shared"]
+    assert {(p["tile"], p["unroll"]) for p in shared} == {(8, "none"), (8, "both"), (16, "none"), (16, "both")}
+    both = load_sweep(write(tmp_path, GRID.replace('["gpgpusim"]', '["gpgpusim", "gpu"]')
+                            .replace('["SM7_QV100"]', '["SM7_QV100", "SM7_QV100_small"]')))
+    assert len(both.jobs) == 5 * 2 + 5  # configs only multiply the simulator's jobs
+
+
+@pytest.mark.parametrize("change,where,message", [
+    (('name = "grid"', 'name = "grid"\nbackend = "gpu"'), 2, "unknown key 'backend'; valid keys: name, backends"),
+    (('name = "global"', 'name = "globl"'), 7, "unknown variant 'globl'; valid variants: global, constant"),
+    (('unroll = ["none", "both"]', 'unrol = ["none"]'), 12, "variant shared has no parameter 'unrol'; valid"),
+    (('tile = [8, 16, 16]', 'tile = [8, 12]'), 11, "parameter tile takes one of 8, 16, 32, got 12"),
+    (('["gpgpusim"]', '["gpgpusim", "cpu"]'), 2, "unknown backend 'cpu'; valid backends: gpu, gpgpusim"),
+    (('["SM7_QV100"]', '["SM8"]'), 3, "unknown simulator config 'SM8'; valid configs: SM7_QV100"),
+    (('["batch3x3"]', '["batch9x9"]'), 4, "unknown problem 'batch9x9'; presets: fmnist-conv1"),
+])
+def test_mistakes_name_the_line_and_the_choices(tmp_path, change, where, message):
+    path = write(tmp_path, GRID.replace(*change))
+    with pytest.raises(UserError) as info:
+        load_sweep(path)
+    assert str(info.value).startswith(f"{path}:{where}: ") and message in str(info.value)
+
+
+def test_other_mistakes(tmp_path):
+    with pytest.raises(UserError, match=r"no \[\[variants\]\] table"):
+        load_sweep(write(tmp_path, 'backends = ["gpu"]\n'))
+    with pytest.raises(UserError, match="not valid TOML"):
+        load_sweep(write(tmp_path, "backends = [\n"))
+    with pytest.raises(UserError, match="seed must be a number"):
+        load_sweep(write(tmp_path, 'seed = "x"\n' + GRID))
+    with pytest.raises(UserError, match="no sweep file"):
+        load_sweep(tmp_path / "absent.toml")
+
+
+def test_the_store_answers_jobs_already_run(tmp_path):
+    with Store(tmp_path) as store:
+        store.add(sim_record(tmp_path, "global"))
+        sweep = load_sweep(write(tmp_path, GRID))
+        todo, cached = plan(sweep, store)
+        assert len(cached) == 1 and len(todo) == 4 and all(j.variant == "shared" for j in todo)
+
+
+# Refusals are real records made without any simulator; jobs that need one fail with the reason.
+MIXED = """name = "mixed"
+backends = ["gpgpusim"]
+problems = ["1,1024,4,16,16,5,2"]
+docker = "simflow-gpgpusim:absent"
+
+[[variants]]
+name = "shared_weights"
+tile = [16, 32]
+
+[[variants]]
+name = "global"
+"""
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_executors_record_every_outcome_and_resume(tmp_path, monkeypatch, executor):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-docker-here"))  # the global job cannot start
+    sweep = load_sweep(write(tmp_path, MIXED))
+    with Store(tmp_path) as store:
+        report = run_sweep(sweep, store, workers=2, executor=executor, quiet=True)
+        assert len(report.stored) == 2 and len(report.failed) == 2  # both shared_weights refused
+        assert all("refused" in why and "shared memory per block" in why for _, why in report.failed)
+        assert len(report.errors) == 1 and "docker command, which is not on PATH" in report.errors[0][1]
+        again = run_sweep(sweep, store, workers=2, executor=executor, quiet=True)
+        assert sorted(again.cached) == sorted(report.stored) and again.stored == []  # nothing run twice
+        assert len(store.ids()) == 2
+
+
+def test_cli_dry_run_and_json(tmp_path):
+    path = write(tmp_path, GRID)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "simflow", "sweep", str(path), "--dry-run"], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0 and "5 jobs, 2 duplicates removed, 0 stored already, 5 to run" in proc.stdout
+    bad = write(tmp_path, GRID.replace("tile = [8, 16, 16]", "tile = [7]"), "bad.toml")
+    proc = subprocess.run([sys.executable, "-m", "simflow", "sweep", str(bad)], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 1 and f"{bad}:11:" in proc.stderr and not (tmp_path / "runs").exists()
+
+
+def test_slurm_needs_dask_jobqueue_and_says_so(tmp_path):
+    pytest.importorskip("distributed")
+    try:
+        import dask_jobqueue  # noqa: F401
+        pytest.skip("dask-jobqueue is installed here")
+    except ImportError:
+        pass
+    sweep = load_sweep(write(tmp_path, MIXED))
+    with Store(tmp_path) as store, pytest.raises(UserError, match=r"pip install 'simflow\[cluster\]'"):
+        run_sweep(sweep, store, executor="slurm", quiet=True)
+
+
+# ---- the real simulator -------------------------------------------------------------------------
+
+REAL = """name = "real"
+backends = ["gpgpusim"]
+configs = ["SM7_QV100_small"]
+problems = ["batch3x3"]
+
+[[variants]]
+name = "shared"
+tile = [8, 16]
+unroll = ["none", "both"]
+
+[[variants]]
+name = "global"
+unroll = ["none", "both"]
+"""
+
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_a_sweep_killed_in_the_middle_resumes_without_losing_or_repeating(tmp_path):
+    path = write(tmp_path, REAL)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(tmp_path)}
+    cmd = [sys.executable, "-m", "simflow", "sweep", str(path), "-j", "2"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill -9 once some runs are stored and others are running
+        time.sleep(0.5)
+        if (tmp_path / "simflow.db").exists():
+            with Store(tmp_path) as store:
+                if 1 <= len(store.ids()) < 6:
+                    break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with Store(tmp_path) as store:
+        before = store.ids()
+    assert 1 <= len(before) < 6
+    done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=600)
+    report = json.loads(done.stdout)
+    assert sorted(report["cached"]) == sorted(before)  # nothing lost, nothing run twice
+    assert len(report["cached"]) + len(report["run"]) == 6 and report["failed"] == []
+    with Store(tmp_path) as store:
+        runs = store.runs()
+        keys = [(r.fingerprint, r.config_key) for r in runs]
+        assert len(runs) == 6 and len(set(keys)) == 6 and all(r.status == "passed" for r in runs)
