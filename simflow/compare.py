@@ -17,7 +17,7 @@ DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the 
 # Bookkeeping, not performance: left out of a diff unless asked for by name.
 NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_rate_insn", "gpgpu_simulation_time",
                 "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown",
-                "sim_wall_s"}
+                "sim_wall_s", "job_wall_s"}
 
 
 def comparable(a: StoredRun, b: StoredRun) -> str:

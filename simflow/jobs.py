@@ -7,6 +7,7 @@ caller stores the returned record, so a results database is written by one proce
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -82,7 +83,18 @@ def _backend(job: Job, results: Path):
 
 
 def run_job(job: Job, results: Path) -> RunResult:
-    """Run one job; its files go to <results>/runs/<run id>/. Returns the record to store."""
+    """Run one job; its files go to <results>/runs/<run id>/. Returns the record to store, with
+    `job_wall_s`: the whole job's wall time (render, build, run, check), simflow's overhead included."""
+    start = time.monotonic()
+    result = _run_job(job, results)
+    result.add("job_wall_s", round(time.monotonic() - start, 3), "s")
+    folder = result.artifacts.get("run_dir")
+    if folder:
+        keep_result(result, Path(folder))
+    return result
+
+
+def _run_job(job: Job, results: Path) -> RunResult:
     kernel = job.kernel()
     backend = _backend(job, results)
     options = RunOptions(seed=job.seed, repeats=job.repeats, warmup=job.warmup)

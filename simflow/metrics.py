@@ -12,7 +12,8 @@ GPU_BETTER = {
     "threads_per_block": "", "grid_blocks": "", "blocks_per_sm": "higher", "theoretical_occupancy": "higher",
     "rel_error": "lower", "checked_elements": "", "repeats": "", "input_sets": "",
 }
-RUN_BETTER = {"sim_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "", "cta_per_core": "higher"}
+RUN_BETTER = {"sim_wall_s": "lower", "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
+              "cta_per_core": "higher"}
 
 # Metrics a comparison shows when the user names none, per backend.
 DEFAULT_METRICS = {
