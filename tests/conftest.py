@@ -9,7 +9,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 @pytest.fixture(autouse=True, scope="session")
 def _cache_in_tmp(tmp_path_factory):
-    """Compile caches go to a fresh folder unless SIMFLOW_CACHE says otherwise."""
+    """Compile caches and results go to fresh folders unless SIMFLOW_CACHE / SIMFLOW_RESULTS say otherwise."""
     if "SIMFLOW_CACHE" not in os.environ:
         os.environ["SIMFLOW_CACHE"] = str(tmp_path_factory.mktemp("simflow-cache"))
+    if "SIMFLOW_RESULTS" not in os.environ:
+        os.environ["SIMFLOW_RESULTS"] = str(tmp_path_factory.mktemp("simflow-results"))
     yield

@@ -91,3 +91,31 @@ def test_cli_run_json(gpu, capsys):
     assert code == 0
     assert out["status"] == "passed"
     assert out["metrics"]["gflops"] > 0
+    assert out["run_id"] and out["metrics"]["job_wall_s"] > 0
+
+
+def test_runs_are_stored_and_diffed(gpu, tmp_path, capsys):
+    """simflow run stores a record; two variants diff on the same problem; a sweep runs GPU jobs in a worker."""
+    import json
+
+    from simflow.cli import main
+    from simflow.store import Store
+
+    results = str(tmp_path)
+    for variant in ("global", "shared"):
+        assert main(["run", variant, "--problem", "fmnist-conv2", "--batch", "64", "--repeats", "5",
+                     "--results", results, "--json"]) == 0
+    capsys.readouterr()
+    assert main(["diff", "variant=global", "variant=shared", "--metrics", "time_ms,gflops", "-f", "json",
+                 "--results", results]) == 0
+    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["time_ms"]["A"] > 0 and rows["time_ms"]["mark"] in ("better", "worse", "same")
+    sweep = tmp_path / "gpu.toml"
+    sweep.write_text('backends = ["gpu"]\nproblems = ["batch3x3"]\nrepeats = 3\n'
+                     '[[variants]]\nname = "shared"\ntile = [8, 16]\n')
+    assert main(["sweep", str(sweep), "--results", results, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["run"]) == 2 and report["failed"] == [] and report["errors"] == []
+    with Store(tmp_path) as store:
+        runs = store.runs()
+    assert len(runs) == 4 and all(r.status == "passed" and r.environment["gpu"] for r in runs)
