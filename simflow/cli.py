@@ -193,6 +193,40 @@ def _store(args):
     return Store(_results(args))
 
 
+def cmd_profile(args) -> int:
+    from .jobs import Job
+    from .ncu import profile
+
+    problem = _problem(args)
+    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu", seed=args.seed,
+                   timeout_s=args.timeout)
+    result = profile(job, _results(args))
+    _store_result(result, args)
+    if args.json:
+        print(result.to_json())
+        return 0 if result.passed else 2
+    _print_result(result, problem)
+    groups = result.split_metrics()
+    for kernel, values in groups.items():
+        rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": result.units.get(
+            f"{kernel}.{k}" if kernel else k, "")} for k, v in values.items() if not k.startswith("ncu:")]
+        print((f"{kernel}:\n" if kernel else "") + _table(rows))
+    print(f"run: {result.run_id} ({result.artifacts.get('run_dir')}); raw counters are stored as ncu:<metric>")
+    return 0 if result.passed else 2
+
+
+def cmd_correlate(args) -> int:
+    from .compare import correlate, render
+    from .store import select
+
+    with _store(args) as store:
+        runs = select(store.runs(), args.filters)
+    table, points = correlate(runs, args.metrics.split(",") if args.metrics else None)
+    _emit(render(table, args.format, f"simulator vs hardware counters over {points['group'].nunique()} variants"),
+          args.output)
+    return 0
+
+
 def cmd_runs(args) -> int:
     from .store import select
 
@@ -466,6 +500,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
     p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
     p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("profile", help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
+                                       "backend gpu-ncu under the simulator's stat names")
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
+    _results_arg(p)
+    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("correlate", help="simulator vs hardware counters over variants run both ways: Pearson, "
+                                         "rank agreement, mean relative error")
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--metrics", help="comma-separated simulator stat names (default: every aligned one)")
+    _format_args(p)
+    p.set_defaults(func=cmd_correlate)
 
     p = sub.add_parser("runs", help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")

@@ -20,8 +20,16 @@ NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_r
                 "sim_wall_s", "job_wall_s"}
 
 
+SIM_VS_HARDWARE = {"gpgpusim", "gpu-ncu"}
+
+
 def comparable(a: StoredRun, b: StoredRun) -> str:
-    """'' when a diff of the two means something, else why not."""
+    """'' when a diff of the two means something, else why not. A simulator run and a hardware-counter
+    run of the same problem compare on the counters both have (normalised, see simflow.ncu)."""
+    if {a.backend, b.backend} == SIM_VS_HARDWARE:
+        if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
+            return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
+        return ""
     if a.backend != b.backend:
         return f"backend differs ({a.backend} vs {b.backend})"
     if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
@@ -53,6 +61,8 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     """One row per metric: A, B, delta, ratio B/A, % change and a mark by the metric's better direction."""
     import pandas as pd
 
+    if {a.backend, b.backend} == SIM_VS_HARDWARE:
+        return _diff_sim_hardware(a, b, metrics)
     if metrics:
         names = metrics
         missing = [m for m in names if m not in a.metrics and m not in b.metrics]
@@ -69,6 +79,93 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
                      "delta": vb - va, "ratio": ratio, "change_%": (ratio - 1) * 100 if not math.isnan(ratio)
                      else math.nan, "better": better(name) or "-", "mark": mark(name, va, vb, threshold)})
     return pd.DataFrame(rows, columns=["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"])
+
+
+def normalised(run: StoredRun, name: str) -> float:
+    """A run's value of an aligned metric in the hardware's basis (simulator values scaled)."""
+    from .ncu import ALIGNED_BY_NAME
+
+    value = _num(run.metrics.get(name))
+    if run.backend == "gpgpusim" and name.split(".", 1)[-1] in ALIGNED_BY_NAME:
+        value *= ALIGNED_BY_NAME[name.split(".", 1)[-1]].sim_scale
+    return value
+
+
+def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None):
+    """Simulator vs hardware counters: the aligned metrics, normalised, each with what differs."""
+    import pandas as pd
+
+    from .ncu import ALIGNED_BY_NAME
+
+    names = metrics or [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] in ALIGNED_BY_NAME]
+    rows = []
+    for name in names:
+        va, vb = normalised(a, name), normalised(b, name)
+        ratio = vb / va if va and not math.isnan(va) else math.nan
+        info = ALIGNED_BY_NAME.get(name.split(".", 1)[-1])
+        rows.append({"metric": name, "unit": info.unit if info else "", "A": va, "B": vb, "delta": vb - va,
+                     "ratio": ratio, "change_%": (ratio - 1) * 100 if not math.isnan(ratio) else math.nan,
+                     "better": "-", "mark": "", "normalisation": info.normalisation if info else ""})
+    return pd.DataFrame(rows, columns=["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark",
+                                       "normalisation"])
+
+
+def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
+    """Simulator vs hardware over variants run both ways (same variant, parameters and problem):
+    per aligned metric, Pearson r, Spearman rank correlation, the share of variant pairs ordered the
+    same way, and the mean relative error of the normalised simulator values. Returns (table, pairs)."""
+    import numpy as np
+    import pandas as pd
+
+    from .ncu import ALIGNED, ALIGNED_BY_NAME
+
+    def key(r: StoredRun):
+        return r.variant, json.dumps(r.params, sort_keys=True), json.dumps(r.problem.as_dict() | {"name": ""})
+
+    newest: dict[tuple, dict[str, StoredRun]] = {}
+    for run in runs:
+        if run.backend in SIM_VS_HARDWARE and run.status == "passed":
+            newest.setdefault(key(run), {})[run.backend] = run
+    pairs = {k: v for k, v in newest.items() if len(v) == 2}
+    if len(pairs) < 2:
+        raise UserError(f"correlate needs at least 2 variants run both under the simulator (simflow sim) and with "
+                        f"counters (simflow profile) on the same problem; found {len(pairs)}")
+    names = metrics or [a.name for a in ALIGNED]
+    rows, points = [], []
+    for name in names:
+        info = ALIGNED_BY_NAME.get(name)
+        sim, hw, labels = [], [], []
+        for both in pairs.values():
+            s, h = normalised(both["gpgpusim"], name), normalised(both["gpu-ncu"], name)
+            if not (math.isnan(s) or math.isnan(h)):
+                sim.append(s)
+                hw.append(h)
+                labels.append(both["gpgpusim"].label(["variant", *both["gpgpusim"].params]) + " "
+                              + both["gpgpusim"].problem.name)
+        n = len(sim)
+        row = {"metric": name, "n": n, "pearson": math.nan, "spearman": math.nan, "same_order_%": math.nan,
+               "mean_rel_error_%": math.nan, "normalisation": info.normalisation if info else ""}
+        if n >= 2:
+            s, h = np.array(sim), np.array(hw)
+            if s.std() > 0 and h.std() > 0:
+                row["pearson"] = float(np.corrcoef(s, h)[0, 1])
+                rs, rh = pd.Series(s).rank().to_numpy(), pd.Series(h).rank().to_numpy()
+                if rs.std() > 0 and rh.std() > 0:
+                    row["spearman"] = float(np.corrcoef(rs, rh)[0, 1])
+            concordant = total = 0
+            for i in range(n):
+                for j in range(i + 1, n):
+                    if s[i] != s[j] and h[i] != h[j]:
+                        total += 1
+                        concordant += (s[i] < s[j]) == (h[i] < h[j])
+            row["same_order_%"] = 100 * concordant / total if total else math.nan
+            nonzero = h != 0
+            if nonzero.any():
+                row["mean_rel_error_%"] = float(100 * np.mean(np.abs(s[nonzero] - h[nonzero]) / np.abs(h[nonzero])))
+        rows.append(row)
+        points += [{"metric": name, "group": g, "simulator": a, "hardware": b} for g, a, b in zip(labels, sim, hw,
+                                                                                                     strict=True)]
+    return pd.DataFrame(rows), pd.DataFrame(points)
 
 
 def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None):
