@@ -38,6 +38,5 @@ shared_weights
 shared_constant
 LIST
 done
-cp -r "$out/results/runs/"*/ncu.log "$out/" 2>/dev/null; rm -f "$out/last.json" "$out/last.err"
-find "$out/results/runs" -name '*.bin' -delete
+rm -f "$out/last.json" "$out/last.err"
 exit "$rc"
