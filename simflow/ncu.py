@@ -93,8 +93,11 @@ EXTRA_COUNTERS = ("gpu__time_duration.sum", "sm__inst_executed.avg.per_cycle_act
 COUNTERS = tuple(dict.fromkeys([c for a in ALIGNED for c in a.counters] + list(EXTRA_COUNTERS)))
 
 
+NCU_DEFAULT = "/usr/local/cuda/bin/ncu"
+
+
 def find_ncu() -> Path:
-    for candidate in (os.environ.get("SIMFLOW_NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+    for candidate in (os.environ.get("SIMFLOW_NCU"), shutil.which("ncu"), NCU_DEFAULT):
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     raise UserError(f"ncu not found (looked at SIMFLOW_NCU, PATH, /usr/local/cuda/bin/ncu); {NCU_HELP}")
@@ -155,6 +158,38 @@ def ncu_command(ncu: Path, kernels: list[str], target: list[str]) -> list[str]:
             "--launch-count", str(len(kernels)), *target]
 
 
+def read_output(result: RunResult, raw: str, returncode: int, log_path: Path) -> None:
+    """Fill a gpu-ncu result from ncu's output: counters, status and reason."""
+    if "ERR_NVGPUCTRPERM" in raw:
+        raise UserError(f"{COUNTER_HELP}; ncu output kept in {log_path}")
+    try:
+        table = parse_csv(raw)
+    except ValueError as exc:
+        said = [line for line in raw.splitlines() if line.startswith(("==ERROR==", "simflow: error"))]
+        result.status = "crashed"
+        result.reason = (f"ncu (exit {returncode}) gave no usable CSV: {exc}; {' / '.join(said[-2:])}; "
+                         f"raw output kept in {log_path}")
+        return
+    several = len(table.kernels) > 1
+    for row in table.kernels:
+        name = row.get("Kernel Name", "")
+        prefix = f"{name}." if several else ""
+        for key, value in aligned_values(row).items():
+            result.add(prefix + key, value, ALIGNED_BY_NAME[key].unit)
+        for counter in COUNTERS:
+            result.add(f"{prefix}ncu:{counter}", _number(row.get(counter, "")), table.units.get(counter, ""))
+        result.environment.setdefault("gpu", row.get("device__attribute_display_name") or row.get("Device Name", ""))
+    seen = {row.get("Kernel Name") for row in table.kernels}
+    missing = [k for k in result.kernels if k not in seen]
+    if missing or returncode != 0:
+        result.status = "crashed"
+        result.reason = (f"ncu exit {returncode}; kernels not profiled: {', '.join(missing) or 'none'}; "
+                         f"output kept in {log_path}")
+    child = re.search(r'^\{\n  "status": "(\w+)"', raw, flags=re.M)
+    if child and child[1] != "passed" and result.status == "passed":
+        result.status, result.reason = child[1], f"the profiled run did not pass its check (see {log_path})"
+
+
 def profile(job: Job, results: Path) -> RunResult:
     """Run the job's GPU path once under ncu; a run of backend gpu-ncu (its files in a run folder)."""
     ncu = find_ncu()
@@ -177,34 +212,6 @@ def profile(job: Job, results: Path) -> RunResult:
                        seed=job.seed, environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "log": str(folder / "ncu.log")}
-    if "ERR_NVGPUCTRPERM" in raw:
-        raise UserError(f"{COUNTER_HELP}; ncu output kept in {folder / 'ncu.log'}")
-    try:
-        table = parse_csv(raw)
-    except ValueError as exc:
-        said = [line for line in raw.splitlines() if line.startswith(("==ERROR==", "simflow: error"))]
-        result.status = "crashed"
-        result.reason = (f"ncu (exit {proc.returncode}) gave no usable CSV: {exc}; {' / '.join(said[-2:])}; "
-                         f"raw output kept in {folder / 'ncu.log'}")
-        keep_result(result, folder)
-        return result
-    several = len(table.kernels) > 1
-    for row in table.kernels:
-        name = row.get("Kernel Name", "")
-        prefix = f"{name}." if several else ""
-        for key, value in aligned_values(row).items():
-            result.add(prefix + key, value, ALIGNED_BY_NAME[key].unit)
-        for counter in COUNTERS:
-            result.add(f"{prefix}ncu:{counter}", _number(row.get(counter, "")), table.units.get(counter, ""))
-        result.environment.setdefault("gpu", row.get("device__attribute_display_name") or row.get("Device Name", ""))
-    seen = {row.get("Kernel Name") for row in table.kernels}
-    missing = [k for k in kernel.kernel_names if k not in seen]
-    if missing or proc.returncode != 0:
-        result.status = "crashed"
-        result.reason = (f"ncu exit {proc.returncode}; kernels not profiled: {', '.join(missing) or 'none'}; "
-                         f"output kept in {folder / 'ncu.log'}")
-    child = re.search(r'^\{\n  "status": "(\w+)"', proc.stdout, flags=re.M)
-    if child and child[1] != "passed" and result.status == "passed":
-        result.status, result.reason = child[1], "the profiled run did not pass its check (see ncu.log)"
+    read_output(result, raw, proc.returncode, folder / "ncu.log")
     keep_result(result, folder)
     return result

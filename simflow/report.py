@@ -145,6 +145,11 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
                         "| --- | ---: | ---: |\n" + "".join(f"| {k} | {both[k]['gpu']:.3f} | "
                                                           f"{both[k]['gpgpusim']:.3f} |\n" for k in labels)
                         + f"\n![gpu-vs-sim]({path.name})\n")
+    sim_hw = _correlation_section(plt, runs, folder)
+    if sim_hw:
+        html_parts.append(sim_hw[0])
+        md_parts.append(sim_hw[1])
+        written.append(sim_hw[2])
     page = folder / "index.html"
     page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>simflow report</title>"
                     f"<style>{STYLE}</style></head><body>{''.join(html_parts)}</body></html>\n")
@@ -159,3 +164,46 @@ def _safe(name: str) -> str:
 
 def _without(label: str, key: str) -> str:
     return ",".join(part for part in label.split(",") if not part.startswith(f"{key}="))
+
+
+SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount",
+                   "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", "gpgpu_n_shmem_insn",
+                   "gpgpu_n_shmem_bkconflict")
+
+
+def _correlation_section(plt, runs: list[StoredRun], folder: Path) -> tuple[str, str, Path] | None:
+    """Simulator vs hardware counters, when variants were run both ways: table and scatter plots."""
+    from .compare import correlate
+
+    try:
+        table, points = correlate(runs)
+    except UserError:
+        return None
+    shown = [m for m in SCATTER_METRICS if m in set(points["metric"])]
+    cols = 3
+    rows = math.ceil(len(shown) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, shown, strict=False):
+        sub = points[points["metric"] == metric]
+        ax.scatter(sub["hardware"], sub["simulator"], s=22, color="#3b75af")
+        top = max(sub["hardware"].max(), sub["simulator"].max()) * 1.08 or 1
+        ax.plot([0, top], [0, top], color="#999", linestyle="--", linewidth=1)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        row = table.set_index("metric").loc[metric]
+        short = metric.replace("Total_core_cache_stats_breakdown", "L1").replace("[TOTAL_ACCESS]", "")
+        ax.set_title(f"{short}\nPearson {row['pearson']:.2f}, same order {row['same_order_%']:.0f}%", fontsize=9)
+        ax.set_xlabel("hardware (ncu)", fontsize=8)
+        ax.set_ylabel("simulator (normalised)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(shown):]:
+        ax.axis("off")
+    fig.tight_layout()
+    path = folder / "sim-vs-hardware.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    n = points["group"].nunique()
+    title = f"Simulator vs hardware counters ({n} variants run both ways)"
+    page = f"<h2>{html.escape(title)}</h2>" + render(table, "html") + _img(path)
+    markdown = f"## {title}\n\n" + render(table, "markdown") + f"\n![sim-vs-hardware]({path.name})\n"
+    return page, markdown, path

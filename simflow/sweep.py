@@ -3,7 +3,8 @@
     name = "tiles"
     backends = ["gpgpusim"]            # gpu, gpgpusim
     configs = ["SM7_QV100"]            # simulator configs (names or overlay paths)
-    problems = ["batch3x3"]            # presets, or shapes "B,C,M,H,W,K[,pad]"
+    problems = ["batch3x3", {preset = "fmnist-conv1", batch = 1}]   # presets, shapes "B,C,M,H,W,K[,pad]",
+                                                                    # or tables {preset|shape, batch, name}
     seed = 0
     [[variants]]
     name = "shared"
@@ -102,8 +103,16 @@ def load_sweep(path: str | Path) -> Sweep:
     problems: list[Problem] = []
     for p in _as_list(data.get("problems", ["batch3x3"])):
         try:
+            if isinstance(p, dict):  # {preset = "fmnist-conv1", batch = 1} or {shape = "...", name = "..."}
+                unknown = set(p) - {"preset", "shape", "batch", "name"}
+                if unknown or ("preset" in p) == ("shape" in p):
+                    raise UserError(f"a problem table takes preset or shape, and optionally batch and name; got {p}")
+                problem = get_problem(p.get("preset") or p.get("name"), shape=p.get("shape"),
+                                      batch=p.get("batch", data.get("batch")))
+                problems.append(problem)
+                continue
             if not isinstance(p, str):
-                raise UserError(f"a problem is a preset name or a shape string, got {p!r}")
+                raise UserError(f"a problem is a preset name, a shape string or a table, got {p!r}")
             shape = p if "," in p else None
             problems.append(get_problem(None if shape else p, shape=shape, batch=data.get("batch")))
         except UserError as exc:

@@ -67,6 +67,15 @@ def test_mistakes_name_the_line_and_the_choices(tmp_path, change, where, message
     assert str(info.value).startswith(f"{path}:{where}: ") and message in str(info.value)
 
 
+def test_problem_tables(tmp_path):
+    sweep = load_sweep(write(tmp_path, GRID.replace('["batch3x3"]', '["batch3x3", {preset = "fmnist-conv1", '
+                                                                    'batch = 1}, {shape = "2,1,4,9,9,3"}]')))
+    assert sorted({(j.problem.name, j.problem.B) for j in sweep.jobs}) == [("batch3x3", 4), ("custom", 2),
+                                                                          ("fmnist-conv1", 1)]
+    with pytest.raises(UserError, match=r"sweep.toml:4: a problem table takes preset or shape"):
+        load_sweep(write(tmp_path, GRID.replace('["batch3x3"]', '[{preset = "batch3x3", shape = "1,1,1,4,4,3"}]')))
+
+
 def test_other_mistakes(tmp_path):
     with pytest.raises(UserError, match=r"no \[\[variants\]\] table"):
         load_sweep(write(tmp_path, 'backends = ["gpu"]\n'))
