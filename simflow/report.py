@@ -186,10 +186,20 @@ def _correlation_section(plt, runs: list[StoredRun], folder: Path) -> tuple[str,
     for ax, metric in zip(axes.flat, shown, strict=False):
         sub = points[points["metric"] == metric]
         ax.scatter(sub["hardware"], sub["simulator"], s=22, color="#3b75af")
-        top = max(sub["hardware"].max(), sub["simulator"].max()) * 1.08 or 1
-        ax.plot([0, top], [0, top], color="#999", linestyle="--", linewidth=1)
-        ax.set_xlim(0, top)
-        ax.set_ylim(0, top)
+        values = [*sub["hardware"], *sub["simulator"]]
+        positive = [v for v in values if v > 0]
+        top = max(values) * 1.3 or 1
+        if positive:  # variants of several problems span decades: log axes (symlog when zeros occur)
+            low = min(positive) / 1.3
+            scale = {"value": "log"} if len(positive) == len(values) else {"value": "symlog", "linthresh": low}
+            ax.set_xscale(**scale)
+            ax.set_yscale(**scale)
+            bottom = low if len(positive) == len(values) else 0
+        else:
+            bottom = 0
+        ax.plot([bottom, top], [bottom, top], color="#999", linestyle="--", linewidth=1)
+        ax.set_xlim(bottom, top)
+        ax.set_ylim(bottom, top)
         row = table.set_index("metric").loc[metric]
         short = metric.replace("Total_core_cache_stats_breakdown", "L1").replace("[TOTAL_ACCESS]", "")
         ax.set_title(f"{short}\nPearson {row['pearson']:.2f}, same order {row['same_order_%']:.0f}%", fontsize=9)
