@@ -119,3 +119,21 @@ def test_runs_are_stored_and_diffed(gpu, tmp_path, capsys):
     with Store(tmp_path) as store:
         runs = store.runs()
     assert len(runs) == 4 and all(r.status == "passed" and r.environment["gpu"] for r in runs)
+
+
+def test_profile_stores_counters_under_the_simulators_names(gpu, tmp_path):
+    """simflow profile under the real ncu: one launch of each kernel, aligned and raw counters."""
+    import shutil
+
+    from simflow.jobs import Job
+    from simflow.ncu import profile
+
+    if not shutil.which("ncu") and not __import__("os").path.exists("/usr/local/cuda/bin/ncu"):
+        pytest.skip("no ncu on this machine")
+    result = profile(Job.make("shared", {}, get_problem("batch3x3"), "gpu"), tmp_path)
+    assert result.status == "passed", result.reason
+    m = result.metrics
+    assert m["gpu_tot_issued_cta"] == 16 and m["gpgpu_n_shmem_bkconflict"] >= 0 and m["gpu_sim_cycle"] > 0
+    assert m["gpgpu_n_shmem_insn"] == m["ncu:smsp__inst_executed_op_shared_ld.sum"] + m[
+        "ncu:smsp__inst_executed_op_shared_st.sum"] > 0
+    assert (tmp_path / "runs" / result.run_id / "ncu.log").is_file()
