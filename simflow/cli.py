@@ -30,6 +30,12 @@ def _results_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", help="results folder (default: $SIMFLOW_RESULTS or ./simflow-results)")
 
 
+def _storing_args(parser: argparse.ArgumentParser) -> None:
+    """For commands that make a run: where it goes, and whether it is stored."""
+    _results_arg(parser)
+    parser.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
+
+
 def _format_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", "-f", default="table", choices=["table", "markdown", "csv", "json", "html"])
     parser.add_argument("-o", "--output", help="write to this file instead of stdout")
@@ -471,8 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
-    _results_arg(p)
-    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
+    _storing_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
 
@@ -484,8 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
-    _results_arg(p)
-    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
+    _storing_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, log, ...")
     p.set_defaults(func=cmd_sim)
 
@@ -507,8 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
-    _results_arg(p)
-    p.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
+    _storing_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_profile)
 
