@@ -74,10 +74,6 @@ class StoreError(UserError):
     """The database cannot be used (locked, disk full, newer schema); says what to do."""
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
     """A fresh folder <results>/runs/<time>-<variant>-<random> and its name, the run id."""
     runs = (root or results_dir()).resolve() / "runs"

@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,7 @@ from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, rende
 from ..store import new_run_folder
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
-from .base import Availability, Backend, RunOptions, RunResult
+from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
 
 DEFAULT_TIMEOUT_S = 3600
 CONTAINER_RUN_DIR = "/simflow/run"
@@ -54,10 +53,6 @@ DOCKER_GRACE_S = 120  # the container applies the timeout itself; the host waits
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -87,7 +82,7 @@ def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s:
     x.tofile(folder / "x.bin")
     w.tofile(folder / "w.bin")
     write_json(folder / "run.json", {
-        "simflow_version": __version__, "run_id": run_id, "created": _now(), "variant": kernel.variant,
+        "simflow_version": __version__, "run_id": run_id, "created": utc_timestamp(), "variant": kernel.variant,
         "params": kernel.params, "problem": problem.as_dict(), "batch": batch, "seed": seed,
         "precision": kernel.precision, "kernels": kernel.kernel_names, "fingerprint": kernel.fingerprint(),
         "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
@@ -123,7 +118,7 @@ def execute(folder: Path) -> dict:
     """Build, configure and simulate the prepared run in `folder`; returns (and writes) execution.json."""
     folder = folder.resolve()
     spec = json.loads((folder / "run.json").read_text())
-    facts: dict = {"started": _now(), "host": platform.node()}
+    facts: dict = {"started": utc_timestamp(), "host": platform.node()}
     try:
         root = simulator_root()
         toolkit = cuda11_toolkit()
@@ -134,7 +129,7 @@ def execute(folder: Path) -> dict:
                      config_options_new_to_base=list(written.added))
         env = simulator_environment(root, cuda_install_path(toolkit))
     except UserError as exc:
-        facts.update(finished=_now(), setup_error=str(exc))
+        facts.update(finished=utc_timestamp(), setup_error=str(exc))
         write_json(folder / "execution.json", facts)
         return facts
     try:
@@ -143,7 +138,7 @@ def execute(folder: Path) -> dict:
         shutil.copy2(binary, folder / "program")
     except ToolError as exc:
         (folder / "build.log").write_text(str(exc) + "\n")
-        facts.update(finished=_now(), build_error=str(exc).splitlines()[0])
+        facts.update(finished=utc_timestamp(), build_error=str(exc).splitlines()[0])
         write_json(folder / "execution.json", facts)
         return facts
 
@@ -170,7 +165,7 @@ def execute(folder: Path) -> dict:
     checkpoints = folder / "checkpoint_files"
     if checkpoints.is_dir() and not any(checkpoints.iterdir()):
         checkpoints.rmdir()
-    facts["finished"] = _now()
+    facts["finished"] = utc_timestamp()
     write_json(folder / "execution.json", facts)
     return facts
 
@@ -220,7 +215,7 @@ def execute_in_docker(folder: Path, image: str) -> None:
         output = (folder / "docker.log").read_text(errors="replace").strip()[-2000:]
         what = "did not finish in time and was killed" if proc is None else f"exited with {proc.returncode}"
         write_json(folder / "execution.json", {
-            "finished": _now(), "docker_image": image,
+            "finished": utc_timestamp(), "docker_image": image,
             "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}",
         })
     else:
