@@ -83,18 +83,23 @@ def measure_ceilings(gpu: GpuBackend) -> dict[str, float]:
     return {"copy_GBps": bandwidth / 1e9, "fp32_TFLOPs": flops / (fma_ms * 1e-3) / 1e12}
 
 
-def time_cudnn(problem, repeats: int) -> float | None:
-    """PyTorch conv2d (cuDNN) in float32 with TF32 off; None when torch is not importable."""
+CUDNN_PRECISIONS = {"float32": "fp32, TF32 off", "tf32": "TF32", "float16": "fp16"}
+
+
+def time_cudnn(problem, repeats: int, precision: str = "float32") -> float | None:
+    """PyTorch conv2d (cuDNN) in float32 (TF32 off), TF32, or fp16; None when torch is not importable."""
     try:
         import torch
     except ImportError:
         return None
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
+    dtype = torch.float16 if precision == "float16" else torch.float32
     gen = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.rand(problem.input_shape, device="cuda", generator=gen) * 2 - 1
-    w = torch.rand(problem.weight_shape, device="cuda", generator=gen) * 2 - 1
+    x = (torch.rand(problem.input_shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
+    w = (torch.rand(problem.weight_shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
     conv = torch.nn.functional.conv2d
     with torch.no_grad():
         for _ in range(3):
@@ -110,14 +115,27 @@ def time_cudnn(problem, repeats: int) -> float | None:
             times.append(start.elapsed_time(end))
     del x, w
     torch.cuda.empty_cache()
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     return statistics.median(times)
 
 
-def configs(names: list[str], tiles: list[int], unrolls: list[str]):
+def configs(names: list[str], tiles: list[int], unrolls: list[str], runs: str | None):
+    """--runs 'variant:k=v,k=v variant ...' exactly; else the tile x unroll grid for the variants that take
+    those parameters and each other variant with its defaults."""
+    if runs:
+        for item in runs.split():
+            name, _, spec = item.partition(":")
+            yield name, dict(kv.split("=", 1) for kv in spec.split(",") if kv)
+        return
     for name in names:
-        for tile in tiles:
-            for unroll in unrolls:
-                yield name, {"tile": tile, "unroll": unroll}
+        own = {p.name for p in VARIANTS[name].params}
+        if {"tile", "unroll"} <= own:
+            for tile in tiles:
+                for unroll in unrolls:
+                    yield name, {"tile": tile, "unroll": unroll}
+        else:
+            yield name, {}
 
 
 def main(argv=None) -> int:
@@ -126,6 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--tiles", default="8,16,32")
     ap.add_argument("--unroll", default="none,both")
+    ap.add_argument("--runs", help="exact runs instead of the grid: 'regtile:outputs=4,rows=8 wmma:precision=tf32'")
+    ap.add_argument("--cudnn", default="float32", help="cuDNN precisions to time: float32,tf32,float16")
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--csv", help="write every row here")
     args = ap.parse_args(argv)
@@ -144,17 +164,19 @@ def main(argv=None) -> int:
         problem = get_problem(name, batch=int(batch) if batch else None)
         floor_ms = 1e3 * max(problem.min_bytes() / (ceilings["copy_GBps"] * 1e9),
                              problem.flops / (ceilings["fp32_TFLOPs"] * 1e12))
-        cudnn_ms = time_cudnn(problem, args.repeats)
+        cudnn = {prec: time_cudnn(problem, args.repeats, prec) for prec in args.cudnn.split(",")}
         print(f"\n{problem.describe()}: {problem.flops / 1e9:.1f} GFLOP, {problem.min_bytes() / 1e9:.3f} GB minimum, "
-              f"floor {floor_ms:.3f} ms, cuDNN fp32 {cudnn_ms if cudnn_ms is None else f'{cudnn_ms:.3f} ms'}")
+              f"floor {floor_ms:.3f} ms (fp32), cuDNN " + ", ".join(
+                  f"{CUDNN_PRECISIONS[k]} {'-' if v is None else f'{v:.3f} ms'}" for k, v in cudnn.items()))
         base = {"problem": problem.name, "B": problem.B, "floor_ms": round(floor_ms, 4)}
-        if cudnn_ms is not None:
-            rows.append({**base, "variant": "cudnn (torch)", "params": "fp32, TF32 off", "status": "passed",
-                         "time_ms": cudnn_ms, "gflops": problem.flops / cudnn_ms / 1e6,
-                         "gbps": problem.min_bytes() / cudnn_ms / 1e6, "pct_floor": 100 * floor_ms / cudnn_ms,
-                         "vs_cudnn": 1.0})
+        for prec, ms in cudnn.items():
+            if ms is not None:
+                rows.append({**base, "variant": "cudnn (torch)", "params": CUDNN_PRECISIONS[prec],
+                             "precision": prec, "status": "passed", "time_ms": ms, "gflops": problem.flops / ms / 1e6,
+                             "gbps": problem.min_bytes() / ms / 1e6, "pct_floor": 100 * floor_ms / ms,
+                             "vs_cudnn": 1.0})
         for variant, params in configs(args.variants.split(","), [int(t) for t in args.tiles.split(",")],
-                                       args.unroll.split(",")):
+                                       args.unroll.split(","), args.runs):
             label = " ".join(f"{k}={v}" for k, v in params.items())
             t0 = time.time()
             try:
@@ -165,13 +187,15 @@ def main(argv=None) -> int:
                 continue
             result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
             m = result.metrics
-            row = {**base, "variant": variant, "params": label, "status": result.status, "reason": result.reason,
+            row = {**base, "variant": variant, "params": label, "precision": kernel.precision,
+                   "status": result.status, "reason": result.reason,
                    "time_ms": m.get("time_ms"), "gflops": m.get("gflops"), "gbps": m.get("gbps"),
                    "rel_error": m.get("rel_error"), "registers": m.get("registers"),
                    "occupancy": m.get("theoretical_occupancy")}
             if m.get("time_ms"):
                 row["pct_floor"] = 100 * floor_ms / m["time_ms"]
-                row["vs_cudnn"] = cudnn_ms / m["time_ms"] if cudnn_ms else None
+                same = cudnn.get(kernel.precision)  # cuDNN in the same precision, when timed
+                row["vs_cudnn"] = same / m["time_ms"] if same else None
             rows.append(row)
             print(f"  {variant:16s} {label:22s} {result.status:12s} "
                   f"{m.get('time_ms', float('nan')):9.3f} ms  {m.get('gflops', float('nan')):9.1f} GFLOP/s  "
@@ -182,9 +206,10 @@ def main(argv=None) -> int:
         table.to_csv(args.csv, index=False)
     passed = table[table.status == "passed"]
     ours = passed[passed.variant != "cudnn (torch)"].sort_values("time_ms")
-    best = pd.concat([passed[passed.variant == "cudnn (torch)"], ours.groupby("problem", sort=False).head(1),
-                      ours.groupby("problem", sort=False).tail(1)]).sort_values(["problem", "time_ms"], kind="stable")
-    cols = ["problem", "variant", "params", "time_ms", "gflops", "gbps", "pct_floor", "vs_cudnn"]
+    groups = ours.groupby(["problem", "precision"], sort=False)
+    best = pd.concat([passed[passed.variant == "cudnn (torch)"], groups.head(1), groups.tail(1)])
+    best = best.drop_duplicates().sort_values(["problem", "time_ms"], kind="stable")
+    cols = ["problem", "variant", "params", "precision", "time_ms", "gflops", "gbps", "pct_floor", "vs_cudnn"]
     print("\ncuDNN, then simflow's fastest and slowest per problem (vs_cudnn > 1: faster than cuDNN);"
           " every row is in the CSV:")
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):

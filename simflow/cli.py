@@ -14,8 +14,8 @@ from .problems import PRESET_NOTES, PRESETS, Problem, get_problem
 from .variants import VARIANTS, get_variant, parse_param_args, show_value
 
 
-def _problem_args(parser: argparse.ArgumentParser, default: str | None = "batch3x3") -> None:
-    parser.add_argument("--problem", "-p", default=default, help=f"preset: {', '.join(PRESETS)}")
+def _problem_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default batch3x3)")
     parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
     parser.add_argument("--batch", "-b", type=int, help="override the batch size B")
 
@@ -45,7 +45,8 @@ def _format_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _problem(args) -> Problem:
-    return get_problem(args.problem, shape=args.shape, batch=args.batch)
+    name = args.problem if args.problem is not None or args.shape else "batch3x3"
+    return get_problem(name, shape=args.shape, batch=args.batch)
 
 
 def _table(rows: list[dict]) -> str:

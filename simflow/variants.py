@@ -15,7 +15,7 @@ from functools import cache
 import jinja2
 
 from . import resources
-from .errors import UserError
+from .errors import LimitError, UserError
 from .limits import DeviceLimits, check_constant_memory, check_threads
 from .problems import Problem
 
@@ -165,12 +165,25 @@ class Variant:
             )
         ]
 
+    def check(self, problem: Problem, params: dict) -> None:
+        """Refuse, before rendering, what this variant cannot do (names the limit)."""
+        check_threads((params["tile"], params["tile"], 1), _GENERIC_LIMITS, "use a smaller tile")
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {}
+
+    def precision_of(self, params: dict) -> str:
+        return self.precision
+
+    def sim_unsupported(self, params: dict) -> str:
+        """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
+        return ""
+
     def render(self, problem: Problem, params: dict | None = None) -> Kernel:
         resolved = self.resolve(params)
-        fix = "use a smaller tile"
-        check_threads((resolved["tile"], resolved["tile"], 1), _GENERIC_LIMITS, fix)
+        self.check(problem, resolved)
         constant_symbols = {}
-        if self.fixed["weights"] == "constant":
+        if self.fixed.get("weights") == "constant":
             nbytes = 4 * problem.M * problem.C * problem.K * problem.K
             check_constant_memory(
                 nbytes,
@@ -186,6 +199,7 @@ class Variant:
             "smem_floats": self.smem_floats(problem, resolved),
             **self.fixed,
             **resolved,
+            **self.extra_context(problem, resolved),
         }
         source = template_environment().get_template(self.template).render(context)
         return Kernel(
@@ -193,9 +207,108 @@ class Variant:
             params=resolved,
             problem=problem,
             source=source.strip() + "\n",
-            precision=self.precision,
+            precision=self.precision_of(resolved),
             constant_symbols=constant_symbols,
+            sim_unsupported=self.sim_unsupported(resolved),
         )
+
+
+@dataclass(frozen=True)
+class RegTileVariant(Variant):
+    """Direct convolution, register-blocked: a thread computes `outputs` consecutive outputs of a row
+    for every output channel; a block computes `rows` whole output rows of one image and stages the
+    input rows (+ halo) per channel in shared memory; weights live in constant memory so most FMAs
+    take the weight as an immediate constant operand."""
+
+    MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
+
+    @staticmethod
+    def block_x(problem: Problem, params: dict) -> int:
+        return math.ceil(problem.Wout / params["outputs"])
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        return (params["rows"] + problem.K - 1) * (self.block_x(problem, params) * params["outputs"] + problem.K - 1)
+
+    def check(self, problem: Problem, params: dict) -> None:
+        check_threads((self.block_x(problem, params), params["rows"], 1), _GENERIC_LIMITS,
+                      "use more outputs per thread or fewer rows per block")
+        accumulators = problem.M * params["outputs"]
+        if accumulators > self.MAX_ACCUMULATORS:
+            raise LimitError("accumulators per thread (M x outputs)", str(accumulators),
+                             str(self.MAX_ACCUMULATORS), "use fewer outputs per thread, or a GEMM variant "
+                             "(implicit_gemm) for layers with many output channels")
+        static = 4 * self.smem_floats(problem, params)
+        if static > 48 * 1024:
+            raise LimitError("static shared memory per block", f"{static:,} bytes", "49,152 bytes",
+                             "use a smaller block")
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        fmas = problem.C * problem.M * problem.K * problem.K * params["outputs"]
+        return {"unroll_channels": fmas <= self.UNROLL_FMAS, "block_x": self.block_x(problem, params),
+                "vector_store": params["outputs"] == 4 and problem.Wout % 4 == 0}
+
+    UNROLL_FMAS = 8192  # channels are unrolled (weights as immediate operands) up to this many FMAs
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, rows = kernel.problem, kernel.params["rows"]
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(p.Hout / rows), batch, 1),
+                       block=(self.block_x(p, kernel.params), rows, 1), dynamic_smem=0, args=("x", "y", "batch"))]
+
+
+@dataclass(frozen=True)
+class ImplicitGemmVariant(Variant):
+    """The convolution as one GEMM (output channels x output pixels x C*K*K), im2col done while loading
+    tiles: one kernel. Any layer shape; best where M and C*K*K are large (toycnn)."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads and static shared memory under 48 KB for every tile choice
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile = kernel.problem, kernel.params["tile"]
+        columns = _columns(p, batch)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+
+
+@dataclass(frozen=True)
+class WmmaVariant(Variant):
+    """Tensor cores (WMMA) on the implicit GEMM: fp16 inputs (m16n16k16) or TF32 (m16n16k8, GPU only),
+    float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if problem.M % 16:
+            raise LimitError("output channels M for WMMA fragments (a multiple of 16)", str(problem.M),
+                             f"{16 * math.ceil(problem.M / 16)} (pad the layer to it)",
+                             "use implicit_gemm or regtile for this layer")
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def sim_unsupported(self, params: dict) -> str:
+        if params["precision"] == "tf32":
+            return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
+                    "shapes m16n16k16, m32n8k16, m8n32k16 only")
+        return ("GPGPU-Sim parses f16 WMMA but its mma.sync crashes: mma_impl (src/cuda-sim/instructions.cc) reads "
+                "each f16 operand through its bit pattern used as a pointer; measured with the accel-sim fork "
+                "dev@667834cf: SIGSEGV on the first wmma.mma.sync of this kernel")
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {"bm": 128, "bn": 128, "bk": 32}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p = kernel.problem
+        columns = _columns(p, batch)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / 128), math.ceil(p.M / 128), 1),
+                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+
+
+def _columns(problem: Problem, batch: int) -> int:
+    """GEMM columns (output pixels of the batch); the GEMM kernels index them with 32-bit ints."""
+    columns = batch * problem.Hout * problem.Wout
+    if columns >= 2**31:
+        raise LimitError("output pixels per launch, B x HOUT x WOUT (32-bit GEMM column index)", f"{columns:,}",
+                         f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")
+    return columns
 
 
 def _geometry(problem: Problem) -> dict:
@@ -223,6 +336,13 @@ UNROLL = Param("unroll", ("none", "inner", "both"), "none", "K x K loops: kept, 
 RESTRICT = Param("restrict", (False, True), False, "const T* __restrict__ on the pointers")
 PAD_ROW = Param("pad_row", (False, True), False, "shared tile rows padded by one float (bank conflicts)")
 
+OUTPUTS = Param("outputs", (1, 2, 4, 8), 4, "consecutive outputs of a row per thread (register blocking)")
+GEMM_TILE = Param("tile", (64, 128), 128, "GEMM block tile (output channels x output pixels)")
+GEMM_BK = Param("bk", (8, 16), 8, "GEMM k step staged in shared memory")
+WMMA_PRECISION = Param("precision", ("fp16", "tf32"), "fp16", "tensor-core inputs: half (m16n16k16) or TF32 "
+                       "(m16n16k8, sm_80+, not in the simulator)")
+ROWS = Param("rows", (1, 2, 4, 8, 16), 4, "output rows per block (a block spans whole rows)")
+
 _DIRECT = (TILE, UNROLL, RESTRICT)
 _TILED = (TILE, PAD_ROW, UNROLL, RESTRICT)
 
@@ -239,6 +359,14 @@ VARIANTS: dict[str, Variant] = {
                 _TILED, {"weights": "shared"}),
         Variant("shared_constant", "shared.cu.j2", "shared input tile; weights in __constant__ memory",
                 _TILED, {"weights": "constant"}),
+        RegTileVariant("regtile", "regtile.cu.j2", "register-blocked direct conv: several outputs x all channels "
+                       "per thread, shared input rows, constant weights", (OUTPUTS, ROWS),
+                       {"weights": "constant"}),
+        ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
+                            "shared-memory GEMM gathering input columns while loading", (GEMM_TILE, GEMM_BK),
+                            {"weights": "global"}),
+        WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "
+                    "M a multiple of 16", (WMMA_PRECISION,), {"weights": "global"}),
     )
 }
 

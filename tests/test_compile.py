@@ -2,7 +2,7 @@
 
 import pytest
 from hardware import MODERN_NVCC, requires_nvcc
-from test_variants import ALL, PROBLEM
+from test_variants import ALL, PROBLEM, problem_for
 
 from simflow.errors import ToolError
 from simflow.problems import get_problem
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.nvcc, requires_nvcc]
 
 @pytest.mark.parametrize("variant,params", ALL, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in ALL])
 def test_compiles_cleanly(variant, params):
-    kernel = render(variant, PROBLEM, params)
+    kernel = render(variant, problem_for(variant), params)
     compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
     assert compiled.path.stat().st_size > 0
     assert "warning" not in compiled.log.lower(), compiled.log

@@ -6,7 +6,9 @@ import pytest
 from hardware import requires_gpu
 
 from simflow.backends import RunOptions
+from simflow.errors import LimitError
 from simflow.problems import Problem, get_problem
+from simflow.reference import TOLERANCE
 from simflow.variants import VARIANTS
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
@@ -16,6 +18,7 @@ SHAPES = [
     Problem(B=2, C=4, M=3, H=37, W=29, K=3, pad=0, name="rect-valid"),
     get_problem("batch3x3"),
     get_problem("fmnist-conv2", batch=6),
+    Problem(B=2, C=3, M=32, H=19, W=17, K=3, pad=1, name="m32-padded"),
 ]
 
 
@@ -43,10 +46,13 @@ def gpu():
 @pytest.mark.parametrize("variant,params", CONFIGS,
                          ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}" for v, p in CONFIGS])
 def test_matches_reference(gpu, variant, params, problem):
-    kernel = VARIANTS[variant].render(problem, params)
+    try:
+        kernel = VARIANTS[variant].render(problem, params)
+    except LimitError as exc:
+        pytest.skip(f"refused, as it should be: {exc}")
     result = gpu.run(kernel, problem.B, RunOptions(seed=7, warmup=1, repeats=2))
     assert result.status == "passed", result.reason
-    assert result.metrics["rel_error"] < 1e-5
+    assert result.metrics["rel_error"] < (1e-5 if kernel.precision == "float32" else TOLERANCE[kernel.precision])
     assert result.metrics["registers"] > 0
     assert result.metrics["time_ms"] > 0
 

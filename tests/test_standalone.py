@@ -12,27 +12,34 @@ from simflow.toolkits import Toolkit
 from simflow.variants import VARIANTS, render
 
 PROBLEM = get_problem("batch3x3")
+WMMA_PROBLEM = get_problem(None, shape="2,1,16,16,16,3,1")  # batch3x3 with 16 output channels
+
+
+def problem_for(variant):
+    return WMMA_PROBLEM if variant == "wmma" else PROBLEM
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_embeds_the_rendered_kernel_verbatim(variant):
-    kernel = render(variant, PROBLEM, {"unroll": "inner"})
-    program = render_program(kernel, PROBLEM.B)
+    problem = problem_for(variant)
+    kernel = render(variant, problem, {"unroll": "inner"} if variant in ("global", "constant", "shared",
+                                                                         "shared_weights", "shared_constant") else {})
+    program = render_program(kernel, problem.B)
     assert kernel.source.rstrip("\n") in program.source
-    (launch,) = kernel.launches(PROBLEM.B)
+    (launch,) = kernel.launches(problem.B)
     assert f"grid({', '.join(map(str, launch.grid))})" in program.source
     assert f"<<<grid, block, {launch.dynamic_smem}>>>" in program.source
     if kernel.constant_symbols:
         assert "cudaMemcpyToSymbol(w_const" in program.source
-    assert program.fingerprint == render_program(kernel, PROBLEM.B).fingerprint
-    assert program.fingerprint != render_program(kernel, PROBLEM.B + 1).fingerprint
+    assert program.fingerprint == render_program(kernel, problem.B).fingerprint
+    assert program.fingerprint != render_program(kernel, problem.B + 1).fingerprint
 
 
 @pytest.mark.nvcc
 @requires_nvcc
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_compiles_with_cuda13(variant, tmp_path):
-    program = render_program(render(variant, PROBLEM), PROBLEM.B)
+    program = render_program(render(variant, problem_for(variant)), problem_for(variant).B)
     obj = build_program(program.source, variant, MODERN_NVCC, ("-O3", "-c", "-arch=sm_90", "-Werror", "all-warnings"),
                         folder=tmp_path)
     assert obj.stat().st_size > 0
@@ -42,7 +49,8 @@ def test_program_compiles_with_cuda13(variant, tmp_path):
 @requires_cuda11
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_builds_for_the_simulator(variant, tmp_path):
-    binary = build_program(render_program(render(variant, PROBLEM), PROBLEM.B).source, variant, folder=tmp_path)
+    problem = problem_for(variant)
+    binary = build_program(render_program(render(variant, problem), problem.B).source, variant, folder=tmp_path)
     ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
     assert "libcudart.so.11" in ldd  # the shared runtime, so the simulator's library can stand in
     ptx = subprocess.run([str(CUDA11.bin_dir / "cuobjdump") if (CUDA11.bin_dir / "cuobjdump").exists()

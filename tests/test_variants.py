@@ -9,6 +9,11 @@ from simflow.problems import Problem, get_problem
 from simflow.variants import VARIANTS, parse_param_args, render, template_environment
 
 PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
+WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
+
+
+def problem_for(variant: str) -> Problem:
+    return WMMA_PROBLEM if variant == "wmma" else PROBLEM
 
 
 def all_configs():
@@ -23,8 +28,8 @@ ALL = list(all_configs())
 def test_every_combination_renders_deterministically():
     seen = set()
     for name, params in ALL:
-        a = render(name, PROBLEM, params)
-        b = render(name, PROBLEM, dict(params))
+        a = render(name, problem_for(name), params)
+        b = render(name, problem_for(name), dict(params))
         assert a.source == b.source
         assert a.source.startswith(f"// simflow kernel: variant {name}\n")
         header = a.source.splitlines()[1]
@@ -118,3 +123,30 @@ def test_constant_memory_limit_names_the_limit():
 def test_thread_limit():
     with pytest.raises(LimitError, match="threads per block: needs 4096"):
         check_threads((64, 64, 1), KNOWN_DEVICES["sm_90"], "use a smaller tile")
+
+
+def test_regtile_limits_and_launch():
+    k = render("regtile", get_problem("fmnist-conv1"), {"outputs": 4, "rows": 8})
+    (launch,) = k.launches(100)
+    assert launch.block == (20, 8, 1) and launch.grid == (10, 100, 1) and launch.args == ("x", "y", "batch")
+    assert "float4" in k.source and "#pragma unroll \n  for (int c" in k.source  # channels unrolled, 16-byte stores
+    assert "#pragma unroll 1\n  for (int c" in render("regtile", get_problem("fmnist-conv2"), {"outputs": 4}).source
+    with pytest.raises(LimitError, match=r"accumulators per thread \(M x outputs\): needs 1024, the limit is 128"):
+        render("regtile", get_problem("toycnn"))
+    with pytest.raises(LimitError, match="constant memory"):
+        render("regtile", get_problem(None, shape="1,64,64,16,16,3,1"), {"outputs": 1})  # 64 accumulators: weights
+
+
+def test_gemm_variants():
+    k = render("implicit_gemm", get_problem("toycnn"), {"tile": 128})
+    (launch,) = k.launches(1)
+    assert launch.grid == (392, 2, 1) and launch.block == (256, 1, 1) and k.precision == "float32"
+    with pytest.raises(LimitError, match=r"output pixels per launch.*needs 2,147,532,800, the limit is 2,147,483,647"):
+        k.launches(2**31 // (224 * 224) + 1)
+    fp16 = render("wmma", get_problem("toycnn"))
+    tf32 = render("wmma", get_problem("toycnn"), {"precision": "tf32"})
+    assert (fp16.precision, tf32.precision) == ("float16", "tf32")
+    assert "m16n16k16" in fp16.source and "wmma::precision::tf32" in tf32.source
+    assert "not in GPGPU-Sim's PTX parser" in tf32.sim_unsupported and "SIGSEGV" in fp16.sim_unsupported
+    with pytest.raises(LimitError, match=r"output channels M for WMMA fragments \(a multiple of 16\): needs 4"):
+        render("wmma", get_problem("batch3x3"))
