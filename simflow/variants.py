@@ -183,7 +183,7 @@ class Variant:
         resolved = self.resolve(params)
         self.check(problem, resolved)
         constant_symbols = {}
-        if self.fixed.get("weights") == "constant":
+        if resolved.get("weights", self.fixed.get("weights")) == "constant":
             nbytes = 4 * problem.M * problem.C * problem.K * problem.K
             check_constant_memory(
                 nbytes,
@@ -227,7 +227,8 @@ class RegTileVariant(Variant):
         return math.ceil(problem.Wout / params["outputs"])
 
     def smem_floats(self, problem: Problem, params: dict) -> int:
-        return (params["rows"] + problem.K - 1) * (self.block_x(problem, params) * params["outputs"] + problem.K - 1)
+        tile = (params["rows"] + problem.K - 1) * (self.block_x(problem, params) * params["outputs"] + problem.K - 1)
+        return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
         check_threads((self.block_x(problem, params), params["rows"], 1), _GENERIC_LIMITS,
@@ -244,15 +245,18 @@ class RegTileVariant(Variant):
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         fmas = problem.C * problem.M * problem.K * problem.K * params["outputs"]
-        return {"unroll_channels": fmas <= self.UNROLL_FMAS, "block_x": self.block_x(problem, params),
+        return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS,
+                "block_x": self.block_x(problem, params),
                 "vector_store": params["outputs"] == 4 and problem.Wout % 4 == 0}
 
-    UNROLL_FMAS = 8192  # channels are unrolled (weights as immediate operands) up to this many FMAs
+    UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
+    # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, rows = kernel.problem, kernel.params["rows"]
+        args = ("x", "y", "batch") if kernel.params["weights"] == "constant" else ("x", "w", "y", "batch")
         return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(p.Hout / rows), batch, 1),
-                       block=(self.block_x(p, kernel.params), rows, 1), dynamic_smem=0, args=("x", "y", "batch"))]
+                       block=(self.block_x(p, kernel.params), rows, 1), dynamic_smem=0, args=args)]
 
 
 @dataclass(frozen=True)
@@ -341,7 +345,9 @@ GEMM_TILE = Param("tile", (64, 128), 128, "GEMM block tile (output channels x ou
 GEMM_BK = Param("bk", (8, 16), 8, "GEMM k step staged in shared memory")
 WMMA_PRECISION = Param("precision", ("fp16", "tf32"), "fp16", "tensor-core inputs: half (m16n16k16) or TF32 "
                        "(m16n16k8, sm_80+, not in the simulator)")
-ROWS = Param("rows", (1, 2, 4, 8, 16), 4, "output rows per block (a block spans whole rows)")
+ROWS = Param("rows", (1, 2, 4, 8, 16, 32), 8, "output rows per block (a block spans whole rows)")
+REG_WEIGHTS = Param("weights", ("constant", "shared"), "constant", "weights in __constant__ memory (immediate "
+                    "operands) or staged in shared memory once per block, all M of a tap side by side")
 
 _DIRECT = (TILE, UNROLL, RESTRICT)
 _TILED = (TILE, PAD_ROW, UNROLL, RESTRICT)
@@ -360,8 +366,8 @@ VARIANTS: dict[str, Variant] = {
         Variant("shared_constant", "shared.cu.j2", "shared input tile; weights in __constant__ memory",
                 _TILED, {"weights": "constant"}),
         RegTileVariant("regtile", "regtile.cu.j2", "register-blocked direct conv: several outputs x all channels "
-                       "per thread, shared input rows, constant weights", (OUTPUTS, ROWS),
-                       {"weights": "constant"}),
+                       "per thread, shared input rows, weights in constant or shared memory", (OUTPUTS, ROWS,
+                                                                                         REG_WEIGHTS), {}),
         ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
                             "shared-memory GEMM gathering input columns while loading", (GEMM_TILE, GEMM_BK),
                             {"weights": "global"}),
