@@ -227,7 +227,10 @@ class RegTileVariant(Variant):
         return math.ceil(problem.Wout / params["outputs"])
 
     def smem_floats(self, problem: Problem, params: dict) -> int:
-        tile = (params["rows"] + problem.K - 1) * (self.block_x(problem, params) * params["outputs"] + problem.K - 1)
+        in_w = self.block_x(problem, params) * params["outputs"] + problem.K - 1
+        if params["outputs"] % 4 == 0:
+            in_w = (in_w + 6) // 4 * 4  # 16-byte aligned rows (see the template)
+        tile = (params["rows"] + problem.K - 1) * in_w
         return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
