@@ -43,6 +43,7 @@ def render_program(kernel: Kernel, batch: int) -> Program:
         kernel_source=kernel.source.rstrip("\n"),
         launches=kernel.launches(batch),
         constant_symbols=list(kernel.constant_symbols),
+        workspace=kernel.workspace(batch),
         tolerance=TOLERANCE[kernel.precision],
     )
     return Program(kernel, batch, source)

@@ -108,6 +108,10 @@ class Kernel:
     def kernel_names(self) -> list[str]:
         return [launch.kernel for launch in self.launches(1)]
 
+    def workspace(self, batch: int) -> dict[str, int]:
+        """Device buffers the kernels share besides x, w and y: name -> float count."""
+        return VARIANTS[self.variant].workspace(self, batch)
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -174,6 +178,9 @@ class Variant:
 
     def precision_of(self, params: dict) -> str:
         return self.precision
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        return {}
 
     def sim_unsupported(self, params: dict) -> str:
         """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
@@ -278,6 +285,35 @@ class ImplicitGemmVariant(Variant):
 
 
 @dataclass(frozen=True)
+class Im2colGemmVariant(ImplicitGemmVariant):
+    """im2col into a workspace, the GEMM on it, and a permute into y's layout: three kernels."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        kdim = problem.C * problem.K * problem.K
+        if kdim > 65535:
+            raise LimitError("im2col rows C*K*K (one grid row each)", f"{kdim:,}", "65,535",
+                             "use implicit_gemm, which never writes the im2col matrix")
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p = kernel.problem
+        columns = _columns(p, batch)
+        return {"col": p.C * p.K * p.K * columns, "gemm": p.M * columns}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile = kernel.problem, kernel.params["tile"]
+        columns = _columns(p, batch)
+        name = f"conv2d_{self.name}"
+        return [
+            Launch(kernel=f"{name}_im2col", grid=(math.ceil(columns / 256), p.C * p.K * p.K, 1), block=(256, 1, 1),
+                   dynamic_smem=0, args=("x", "col", "batch")),
+            Launch(kernel=f"{name}_gemm", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                   block=(256, 1, 1), dynamic_smem=0, args=("col", "w", "gemm", "batch")),
+            Launch(kernel=f"{name}_permute", grid=(math.ceil(p.Hout * p.Wout / 256), p.M, batch), block=(256, 1, 1),
+                   dynamic_smem=0, args=("gemm", "y", "batch")),
+        ]
+
+
+@dataclass(frozen=True)
 class WmmaVariant(Variant):
     """Tensor cores (WMMA) on the implicit GEMM: fp16 inputs (m16n16k16) or TF32 (m16n16k8, GPU only),
     float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16."""
@@ -374,6 +410,8 @@ VARIANTS: dict[str, Variant] = {
         ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
                             "shared-memory GEMM gathering input columns while loading", (GEMM_TILE, GEMM_BK),
                             {"weights": "global"}),
+        Im2colGemmVariant("im2col_gemm", "im2col_gemm.cu.j2", "im2col into a workspace, tiled shared-memory GEMM, "
+                          "permute: three kernels", (GEMM_TILE, GEMM_BK), {"weights": "global"}),
         WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "
                     "M a multiple of 16", (WMMA_PRECISION,), {"weights": "global"}),
     )

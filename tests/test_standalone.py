@@ -26,9 +26,11 @@ def test_program_embeds_the_rendered_kernel_verbatim(variant):
                                                                          "shared_weights", "shared_constant") else {})
     program = render_program(kernel, problem.B)
     assert kernel.source.rstrip("\n") in program.source
-    (launch,) = kernel.launches(problem.B)
-    assert f"grid({', '.join(map(str, launch.grid))})" in program.source
-    assert f"<<<grid, block, {launch.dynamic_smem}>>>" in program.source
+    for launch in kernel.launches(problem.B):
+        assert f"grid({', '.join(map(str, launch.grid))})" in program.source
+        assert f"{launch.kernel}<<<grid, block, {launch.dynamic_smem}>>>" in program.source
+    for name, count in kernel.workspace(problem.B).items():
+        assert f"cudaMalloc(&d_{name}, (size_t){count} * sizeof(float))" in program.source
     if kernel.constant_symbols:
         assert "cudaMemcpyToSymbol(w_const" in program.source
     assert program.fingerprint == render_program(kernel, problem.B).fingerprint

@@ -36,7 +36,7 @@ def test_every_combination_renders_deterministically():
         for key in params:
             assert f"{key}=" in header
         assert 'extern "C" __global__' in a.source
-        assert f"conv2d_{name}(" in a.source
+        assert all(f"{kernel}(" in a.source for kernel in a.kernel_names)
         seen.add(a.fingerprint())
     assert len(seen) == len(ALL)  # every configuration is a distinct kernel
 
@@ -150,3 +150,15 @@ def test_gemm_variants():
     assert "not in GPGPU-Sim's PTX parser" in tf32.sim_unsupported and "SIGSEGV" in fp16.sim_unsupported
     with pytest.raises(LimitError, match=r"output channels M for WMMA fragments \(a multiple of 16\): needs 4"):
         render("wmma", get_problem("batch3x3"))
+
+
+def test_im2col_gemm_is_three_kernels_with_a_workspace():
+    k = render("im2col_gemm", get_problem("toycnn"), {"tile": 64})
+    assert k.kernel_names == ["conv2d_im2col_gemm_im2col", "conv2d_im2col_gemm_gemm", "conv2d_im2col_gemm_permute"]
+    im2col, gemm, permute = k.launches(1)
+    assert im2col.grid == (196, 6400, 1) and gemm.grid == (784, 4, 1) and permute.grid == (196, 256, 1)
+    assert (im2col.args, gemm.args, permute.args) == (("x", "col", "batch"), ("col", "w", "gemm", "batch"),
+                                                      ("gemm", "y", "batch"))
+    assert k.workspace(1) == {"col": 6400 * 50176, "gemm": 256 * 50176}
+    with pytest.raises(LimitError, match=r"im2col rows C\*K\*K .*needs 102,400"):
+        render("im2col_gemm", get_problem(None, shape="1,4096,8,8,8,5,0"))

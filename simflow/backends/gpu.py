@@ -104,6 +104,17 @@ class GpuBackend(Backend):
             check_grid(launch.grid, self.limits, "run a smaller batch (--batch) or split it")
             check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, self.limits, fix)
 
+    def check_memory(self, kernel: Kernel, problem) -> None:
+        """Inputs, output and workspace must fit in the device memory free now."""
+        floats = sum(int(np.prod(shape)) for shape in (problem.input_shape, problem.weight_shape,
+                                                      problem.output_shape))
+        floats += sum(kernel.workspace(problem.B).values())
+        free, _total = drv.mem_get_info()
+        if 4 * floats > 0.9 * free:
+            raise LimitError("device memory (inputs, output and workspace)", f"{4 * floats / 2**30:.1f} GiB",
+                             f"{0.9 * free / 2**30:.1f} GiB free", "run a smaller batch (--batch) or a variant "
+                             "without a workspace (implicit_gemm)")
+
     def _module(self, kernel: Kernel):
         """SourceModule of the rendered source, arch from the device; PyCUDA caches the cubin."""
         key = kernel.fingerprint(COMPILE_OPTIONS)
@@ -126,9 +137,10 @@ class GpuBackend(Backend):
             problem=problem, fingerprint=kernel.fingerprint(), environment=self.environment(),
             kernels=kernel.kernel_names, seed=options.seed,
         )
-        launches = kernel.launches(batch)
         try:
+            launches = kernel.launches(batch)
             self.check_limits(launches)
+            self.check_memory(kernel, problem)
         except LimitError as exc:
             result.status, result.reason = "refused", str(exc)
             return result
@@ -173,6 +185,7 @@ class GpuBackend(Backend):
         l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
         l2_bytes = self.device.get_attribute(l2) if l2 is not None else 64 << 20
         sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2_bytes / problem.min_bytes())))
+        workspace = {name: drv.mem_alloc(4 * count) for name, count in kernel.workspace(problem.B).items()}
         buffers = []
         for _ in range(sets):
             y = drv.mem_alloc(out_elems * 4)
@@ -185,8 +198,9 @@ class GpuBackend(Backend):
             drv.memcpy_htod(ptr, data)
 
         def launch_all(bufs) -> None:
+            named = {**workspace, **bufs}
             for func, launch in zip(functions, launches, strict=True):
-                args = [np.int32(problem.B) if a == "batch" else bufs[a] for a in launch.args]
+                args = [np.int32(problem.B) if a == "batch" else named[a] for a in launch.args]
                 func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
 
         # Correctness: poison the output with NaN, run once, compare with the reference.
@@ -222,6 +236,8 @@ class GpuBackend(Backend):
         result.add("input_sets", sets)
         result.add("gflops", problem.flops / (median * 1e-3) / 1e9, "GFLOP/s")
         result.add("gbps", problem.min_bytes() / (median * 1e-3) / 1e9, "GB/s")
+        for buf in workspace.values():
+            buf.free()
         for bufs in buffers:
             for buf in bufs.values():
                 buf.free()
