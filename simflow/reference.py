@@ -58,6 +58,24 @@ def sample_reference(x: np.ndarray, w: np.ndarray, pad: int, index: tuple[np.nda
     return np.einsum("nckl,nckl->n", patches.astype(np.float64), w[m].astype(np.float64))
 
 
+# What a kernel writes: the convolution, or the convolution then ReLU then a 2x2 max-pool (stride 2;
+# an odd last row or column is dropped).
+OPS = ("conv", "conv_relu_pool")
+
+
+def output_shape(problem: Problem, op: str = "conv") -> tuple[int, int, int, int]:
+    b, m, h, w = problem.output_shape
+    return (b, m, h // 2, w // 2) if op == "conv_relu_pool" else (b, m, h, w)
+
+
+def relu_pool(y: np.ndarray) -> np.ndarray:
+    """ReLU then 2x2 max-pool of conv outputs (B, M, H, W) -> (B, M, H//2, W//2)."""
+    b, m, h, w = y.shape
+    hp, wp = h // 2, w // 2
+    pooled = y[:, :, :2 * hp, :2 * wp].reshape(b, m, hp, 2, wp, 2).max(axis=(3, 5))
+    return np.maximum(pooled, 0.0)
+
+
 @dataclass(frozen=True)
 class Check:
     passed: bool
@@ -77,7 +95,7 @@ class Check:
 
 
 def check_output(problem: Problem, x: np.ndarray, w: np.ndarray, y: np.ndarray, precision: str,
-                 seed: int = 0, force: str | None = None) -> Check:
+                 seed: int = 0, force: str | None = None, op: str = "conv") -> Check:
     """Compare a kernel's output with the float64 reference (full, or sampled for large problems)."""
     tolerance = TOLERANCE[precision]
     y = np.asarray(y)
@@ -85,13 +103,21 @@ def check_output(problem: Problem, x: np.ndarray, w: np.ndarray, y: np.ndarray, 
     method = force or ("full" if problem.flops <= FULL_REFERENCE_FLOPS else "sample")
     if method == "full":
         ref = conv2d_reference(x, w, problem.pad)
+        if op == "conv_relu_pool":
+            ref = relu_pool(ref)
         got = y.astype(np.float64)
     else:
         rng = np.random.default_rng(seed + 1)
         n = min(SAMPLE_SIZE, y.size)
         flat = rng.choice(y.size, size=n, replace=False)
         index = np.unravel_index(flat, y.shape)
-        ref = sample_reference(x, w, problem.pad, index)
+        if op == "conv_relu_pool":  # each pooled output: the max of its 4 conv outputs, then ReLU
+            b, m, py, px = index
+            quads = [sample_reference(x, w, problem.pad, (b, m, 2 * py + dy, 2 * px + dx))
+                     for dy in (0, 1) for dx in (0, 1)]
+            ref = np.maximum(np.max(quads, axis=0), 0.0)
+        else:
+            ref = sample_reference(x, w, problem.pad, index)
         got = y[index].astype(np.float64)
     if unwritten:
         return Check(False, float("nan"), unwritten, ref.size, method, tolerance)

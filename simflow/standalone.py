@@ -44,6 +44,7 @@ def render_program(kernel: Kernel, batch: int) -> Program:
         launches=kernel.launches(batch),
         constant_symbols=list(kernel.constant_symbols),
         workspace=kernel.workspace(batch),
+        pool=kernel.output == "conv_relu_pool",
         tolerance=TOLERANCE[kernel.precision],
     )
     return Program(kernel, batch, source)

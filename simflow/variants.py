@@ -94,6 +94,7 @@ class Kernel:
     precision: str
     constant_symbols: dict[str, str] = field(default_factory=dict)  # symbol -> host buffer
     sim_unsupported: str = ""  # why GPGPU-Sim cannot run it, if it cannot
+    output: str = "conv"  # what y holds: "conv", or "conv_relu_pool" (see reference.OPS)
 
     def launches(self, batch: int) -> list[Launch]:
         return VARIANTS[self.variant].launches(self, batch)
@@ -111,6 +112,11 @@ class Kernel:
     def workspace(self, batch: int) -> dict[str, int]:
         """Device buffers the kernels share besides x, w and y: name -> float count."""
         return VARIANTS[self.variant].workspace(self, batch)
+
+    def output_shape(self, batch: int) -> tuple[int, int, int, int]:
+        from .reference import output_shape
+
+        return output_shape(self.problem.with_batch(batch), self.output)
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,7 @@ class Variant:
             precision=self.precision_of(resolved),
             constant_symbols=constant_symbols,
             sim_unsupported=self.sim_unsupported(resolved),
+            output=self.fixed.get("output", "conv"),
         )
 
 
@@ -277,9 +284,32 @@ class ImplicitGemmVariant(Variant):
     def check(self, problem: Problem, params: dict) -> None:
         pass  # 256 threads and static shared memory under 48 KB for every tile choice
 
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {"pool": False}
+
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile = kernel.problem, kernel.params["tile"]
         columns = _columns(p, batch)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+
+
+@dataclass(frozen=True)
+class FusedPoolVariant(ImplicitGemmVariant):
+    """conv + ReLU + 2x2 max-pool in one kernel: the implicit GEMM with its columns ordered so that
+    each group of 4 is one pooling window; a thread pools its TN/4 windows x TM channels in registers."""
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {"pool": True}
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if problem.Hout < 2 or problem.Wout < 2:
+            raise LimitError("conv output size for a 2x2 max-pool", f"{problem.Hout}x{problem.Wout}", "2x2 or more",
+                             "use a larger layer")
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile = kernel.problem, kernel.params["tile"]
+        columns = 4 * _columns(p, batch) // (p.Hout * p.Wout) * (p.Hout // 2) * (p.Wout // 2)
         return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
                        block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
 
@@ -410,6 +440,9 @@ VARIANTS: dict[str, Variant] = {
         ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
                             "shared-memory GEMM gathering input columns while loading", (GEMM_TILE, GEMM_BK),
                             {"weights": "global"}),
+        FusedPoolVariant("conv_relu_pool", "implicit_gemm.cu.j2", "conv + ReLU + 2x2 max-pool fused in one kernel "
+                         "(implicit GEMM, pooling windows in registers, several pooled outputs per thread)",
+                         (GEMM_TILE, GEMM_BK), {"weights": "global", "output": "conv_relu_pool"}),
         Im2colGemmVariant("im2col_gemm", "im2col_gemm.cu.j2", "im2col into a workspace, tiled shared-memory GEMM, "
                           "permute: three kernels", (GEMM_TILE, GEMM_BK), {"weights": "global"}),
         WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "

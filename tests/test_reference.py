@@ -76,3 +76,23 @@ def test_large_problems_are_sampled():
     y = np.zeros(p.output_shape, dtype=np.float32)
     result = check_output(p, x, w, y, "float32")
     assert result.method == "sample" and result.checked == 4096 and not result.passed
+
+
+def test_relu_pool_reference_and_sampled_check():
+    from simflow.reference import output_shape, relu_pool
+
+    y = np.array([[[[1.0, -2.0, 3.0], [4.0, -5.0, 6.0], [7.0, 8.0, 9.0]]]])
+    assert relu_pool(y).tolist() == [[[[4.0]]]]  # odd last row and column dropped
+    assert relu_pool(-np.abs(y)).tolist() == [[[[0.0]]]]  # ReLU after the max
+    problem = Problem(B=2, C=3, M=4, H=13, W=11, K=3, pad=1, name="p")
+    assert output_shape(problem, "conv_relu_pool") == (2, 4, 6, 5)
+    x, w = make_inputs(problem, 3)
+    good = relu_pool(conv2d_reference(x, w, problem.pad)).astype(np.float32)
+    for method in ("full", "sample"):
+        assert check_output(problem, x, w, good, "float32", force=method, op="conv_relu_pool").passed
+        bad = good.copy()
+        bad[1, 2, 3, 4] += 0.5
+        assert not check_output(problem, x, w, bad, "float32", force=method, op="conv_relu_pool").passed or \
+            method == "sample"  # a sample may miss one element; the full check may not
+    unpooled = conv2d_reference(x, w, problem.pad)[:, :, :12:2, :10:2].astype(np.float32)  # no max, no ReLU
+    assert not check_output(problem, x, w, unpooled, "float32", force="sample", op="conv_relu_pool").passed

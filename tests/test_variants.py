@@ -162,3 +162,11 @@ def test_im2col_gemm_is_three_kernels_with_a_workspace():
     assert k.workspace(1) == {"col": 6400 * 50176, "gemm": 256 * 50176}
     with pytest.raises(LimitError, match=r"im2col rows C\*K\*K .*needs 102,400"):
         render("im2col_gemm", get_problem(None, shape="1,4096,8,8,8,5,0"))
+
+
+def test_conv_relu_pool_writes_pooled_outputs():
+    k = render("conv_relu_pool", get_problem("toycnn"))
+    assert k.output == "conv_relu_pool" and k.output_shape(1) == (1, 256, 112, 112)
+    (launch,) = k.launches(1)
+    assert launch.grid == (4 * 112 * 112 // 128, 2, 1)
+    assert "fmaxf(v, 0.0f)" in k.source and render("implicit_gemm", get_problem("toycnn")).output == "conv"

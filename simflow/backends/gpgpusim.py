@@ -40,7 +40,7 @@ from ..gpgpusim_config import (
 from ..gpgpusim_log import STATS, parse_file
 from ..limits import KNOWN_DEVICES, check_grid, check_shared_memory, check_threads
 from ..problems import Problem
-from ..reference import check_output, make_inputs
+from ..reference import check_output, make_inputs, output_shape
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..store import new_run_folder
 from ..toolkits import CUDA11_HELP, cuda_install_path
@@ -84,7 +84,8 @@ def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s:
     write_json(folder / "run.json", {
         "simflow_version": __version__, "run_id": run_id, "created": utc_timestamp(), "variant": kernel.variant,
         "params": kernel.params, "problem": problem.as_dict(), "batch": batch, "seed": seed,
-        "precision": kernel.precision, "kernels": kernel.kernel_names, "fingerprint": kernel.fingerprint(),
+        "precision": kernel.precision, "output": kernel.output, "kernels": kernel.kernel_names,
+        "fingerprint": kernel.fingerprint(),
         "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
         "config": config.as_dict(), "timeout_s": timeout_s,
     })
@@ -297,12 +298,14 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     else:
         y_path = folder / "y.bin"
         y = np.fromfile(y_path, dtype=np.float32) if y_path.is_file() else np.empty(0, np.float32)
-        if y.size != int(np.prod(problem.output_shape)):
+        op = spec.get("output", "conv")
+        shape = output_shape(problem, op)
+        if y.size != int(np.prod(shape)):
             result.status = "crashed"
-            result.reason = f"the program wrote {y.size} of {int(np.prod(problem.output_shape))} outputs to y.bin"
+            result.reason = f"the program wrote {y.size} of {int(np.prod(shape))} outputs to y.bin"
             return
         x, w = make_inputs(problem, spec["seed"])
-        check = check_output(problem, x, w, y.reshape(problem.output_shape), spec["precision"], seed=spec["seed"])
+        check = check_output(problem, x, w, y.reshape(shape), spec["precision"], seed=spec["seed"], op=op)
         result.add("rel_error", check.rel_error)
         result.add("checked_elements", check.checked)
         result.environment["check"] = check.method

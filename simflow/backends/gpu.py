@@ -180,7 +180,8 @@ class GpuBackend(Backend):
 
     def _execute(self, kernel, problem, module, functions, launches, options: RunOptions, result) -> None:
         x, w = make_inputs(problem, options.seed)
-        out_elems = int(np.prod(problem.output_shape))
+        out_shape = kernel.output_shape(problem.B)
+        out_elems = int(np.prod(out_shape))
         # Inputs that fit in L2 would be timed from the cache: rotate over several copies.
         l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
         l2_bytes = self.device.get_attribute(l2) if l2 is not None else 64 << 20
@@ -207,10 +208,10 @@ class GpuBackend(Backend):
         drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
         launch_all(buffers[0])
         self.context.synchronize()
-        y_host = np.empty(problem.output_shape, dtype=np.float32)
+        y_host = np.empty(out_shape, dtype=np.float32)
         drv.memcpy_dtoh(y_host, buffers[0]["y"])
         if options.check:
-            check = check_output(problem, x, w, y_host, kernel.precision, seed=options.seed)
+            check = check_output(problem, x, w, y_host, kernel.precision, seed=options.seed, op=kernel.output)
             result.add("rel_error", check.rel_error)
             result.add("checked_elements", check.checked)
             result.environment["check"] = check.method
