@@ -88,9 +88,7 @@ def run_job(job: Job, results: Path) -> RunResult:
     start = time.monotonic()
     result = _run_job(job, results)
     result.add("job_wall_s", round(time.monotonic() - start, 3), "s")
-    folder = result.artifacts.get("run_dir")
-    if folder:
-        keep_result(result, Path(folder))
+    keep_result(result, Path(result.artifacts["run_dir"]))  # every job has a run folder by now
     return result
 
 
@@ -104,7 +102,6 @@ def _run_job(job: Job, results: Path) -> RunResult:
             result.run_id, folder = new_run_folder(job.variant, results)
             (folder / "kernel.cu").write_text(kernel.source)
             result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
-            keep_result(result, folder)
         return result
     run_id, folder = new_run_folder(job.variant, results)
     (folder / "kernel.cu").write_text(kernel.source)
@@ -112,7 +109,6 @@ def _run_job(job: Job, results: Path) -> RunResult:
     result = backend.run(kernel, job.problem.B, options)
     result.run_id = run_id
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
-    keep_result(result, folder)
     return result
 
 

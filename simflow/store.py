@@ -288,12 +288,17 @@ class Store:
         return None
 
 
+def write_json(path: Path, data: dict) -> None:
+    """Atomically: a reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
 def keep_result(result: RunResult, folder: Path) -> None:
     """result.json in the run folder, atomically."""
-    tmp = folder / f".result.json.tmp{os.getpid()}"
-    tmp.write_text(result.to_json() + "\n")
-    os.replace(tmp, folder / "result.json")
     result.artifacts.setdefault("result", str(folder / "result.json"))
+    write_json(folder / "result.json", result.to_dict())
 
 
 # ---- selecting runs ---------------------------------------------------------------------------

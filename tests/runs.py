@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from simflow.backends import RunResult
-from simflow.backends.gpgpusim import finish, prepare, write_json
+from simflow.backends.gpgpusim import finish, prepare
 from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
-from simflow.store import new_run_folder
+from simflow.store import new_run_folder, write_json
 from simflow.variants import render
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

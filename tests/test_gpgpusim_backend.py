@@ -25,14 +25,13 @@ from simflow.backends.gpgpusim import (
     execute_in_docker,
     finish,
     prepare,
-    write_json,
 )
 from simflow.errors import UserError
 from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
 from simflow.standalone import cuda11_toolkit
-from simflow.store import new_run_folder
+from simflow.store import new_run_folder, write_json
 from simflow.toolkits import cuda_install_path
 from simflow.variants import render
 

@@ -42,7 +42,7 @@ from ..limits import KNOWN_DEVICES, check_grid, check_shared_memory, check_threa
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
-from ..store import new_run_folder
+from ..store import keep_result, new_run_folder, write_json
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
 from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
@@ -53,13 +53,6 @@ DOCKER_GRACE_S = 120  # the container applies the timeout itself; the host waits
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Atomically: a reader sees the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def check_simulator_limits(kernel: Kernel, batch: int) -> None:
@@ -250,7 +243,7 @@ def finish(folder: Path) -> RunResult:
         result.artifacts["build_log"] = str(folder / "build.log")
     else:
         _judge(folder, spec, facts, problem, result)
-    write_json(folder / "result.json", result.to_dict())
+    keep_result(result, folder)
     return result
 
 
