@@ -10,12 +10,10 @@ compute_70 embedded and the shared CUDA runtime, so the simulator's libcudart is
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ToolError, UserError
+from .errors import UserError
 from .reference import TOLERANCE
 from .resources import cache_dir
 from .toolkits import CUDA11_HELP, Toolkit, find_toolkits
@@ -72,12 +70,5 @@ def build_program(source: str, name: str = "program", toolkit: Toolkit | None = 
         return binary
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "program.cu").write_text(source)
-    tmp = folder / f"program.tmp{os.getpid()}"
-    cmd = [str(tk.nvcc), *options, "-o", str(tmp), str(folder / "program.cu")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=tk.env(), timeout=600)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise ToolError(f"nvcc (CUDA {tk.version_text}) failed to build the standalone program", cmd,
-                        proc.stdout + proc.stderr)
-    os.replace(tmp, binary)
+    tk.run_nvcc(list(options), folder / "program.cu", binary, "build the standalone program")
     return binary

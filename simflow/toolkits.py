@@ -58,6 +58,18 @@ class Toolkit:
                     break
         return dirs
 
+    def run_nvcc(self, args: list[str], source: Path, target: Path, what: str) -> str:
+        """nvcc ARGS -o TARGET SOURCE under this toolkit's PATH; TARGET appears whole or not at all.
+        Returns nvcc's output; a failure raises ToolError saying `what` failed, with the command."""
+        tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+        cmd = [str(self.nvcc), *args, "-o", str(tmp), str(source)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env(), timeout=600)
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise ToolError(f"nvcc (CUDA {self.version_text}) failed to {what}", cmd, proc.stdout + proc.stderr)
+        os.replace(tmp, target)
+        return proc.stdout + proc.stderr
+
     def env(self) -> dict[str, str]:
         """PATH with this toolkit's folders first, so nvcc cannot pick up another toolkit's helpers."""
         env = dict(os.environ)
@@ -176,20 +188,10 @@ def compile_kernel(source: str, arch: str, fingerprint: str, *, toolkit: Toolkit
     folder.mkdir(parents=True, exist_ok=True)
     src = folder / "kernel.cu"
     src.write_text(source)
-    tmp = folder / f"kernel.{output}.tmp{os.getpid()}"
-    cmd = [str(tk.nvcc), f"-{output}", f"-arch={arch}", "-O3", "-Xptxas", "-v", *options,
-           "-o", str(tmp), str(src)]
-    if output == "ptx":
-        cmd.remove("-Xptxas")
-        cmd.remove("-v")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=tk.env(), timeout=600)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise ToolError(f"nvcc (CUDA {tk.version_text}) failed to compile for {arch}", cmd,
-                        proc.stdout + proc.stderr)
-    log = proc.stdout + proc.stderr
+    verbose = [] if output == "ptx" else ["-Xptxas", "-v"]
+    log = tk.run_nvcc([f"-{output}", f"-arch={arch}", "-O3", *verbose, *options], src, target,
+                      f"compile for {arch}")
     log_path.write_text(log)
-    os.replace(tmp, target)
     return Compiled(target, tk, arch, log, parse_ptxas_log(log))
 
 
