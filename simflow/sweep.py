@@ -175,7 +175,6 @@ class Progress:
     """Done, failed, running, cached and an estimate of the time left, on one line of stderr."""
 
     total: int
-    workers: int
     out: object = sys.stderr
     done: int = 0
     failed: int = 0
@@ -253,7 +252,7 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
     report = SweepReport(sweep.name, len(sweep.jobs), sweep.duplicates)
     todo, report.cached = plan(sweep, store, retry_failed)
     workers = workers or os.cpu_count() or 1
-    progress = Progress(total=len(todo), workers=workers, quiet=quiet)
+    progress = Progress(total=len(todo), quiet=quiet)
     if not quiet:
         print(f"sweep {sweep.name}: {len(sweep.jobs)} jobs ({sweep.duplicates} duplicates removed), "
               f"{len(report.cached)} already stored, {len(todo)} to run on {executor} "
@@ -296,40 +295,31 @@ def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, 
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
-    gpu_jobs = [j for j in todo if j.backend == "gpu"]
     other = [j for j in todo if j.backend != "gpu"]
-    pools = []
-    pending = set()
-    if other:
-        pools.append((ProcessPoolExecutor(max_workers=min(workers, len(other)), mp_context=context), other,
-                      min(workers, len(other))))
-    if gpu_jobs:
-        pools.append((ProcessPoolExecutor(max_workers=1, mp_context=context), gpu_jobs, 1))
+    gpu_jobs = [j for j in todo if j.backend == "gpu"]
+    lanes = []  # (pool, its jobs still to submit, how many run at once)
+    for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
+        if jobs:
+            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context), iter(jobs), width))
+    pending: dict = {}  # future -> (pool, its remaining jobs)
     try:
-        queues = [(pool, iter(jobs), width) for pool, jobs, width in pools]
-        for pool, jobs, width in queues:  # keep each pool exactly full, so 'running' is true
+        for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true
             for job in itertools.islice(jobs, width):
-                pending.add(_submit(pool, jobs, job, results))
+                pending[pool.submit(run_job_safely, job, str(results))] = (pool, jobs)
         progress.running = len(pending)
         progress.show()
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                pool, jobs = future.simflow_pool  # type: ignore[attr-defined]
+                pool, jobs = pending.pop(future)
                 nxt = next(jobs, None)
                 if nxt is not None:
-                    pending.add(_submit(pool, jobs, nxt, results))
+                    pending[pool.submit(run_job_safely, nxt, str(results))] = (pool, jobs)
                 progress.running = len(pending)
                 yield future.result()
     finally:
-        for pool, _, _ in pools:
+        for pool, _, _ in lanes:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _submit(pool, jobs, job: Job, results: Path):
-    future = pool.submit(run_job_safely, job, str(results))
-    future.simflow_pool = (pool, jobs)
-    return future
 
 
 def dask_cluster(executor: str, settings: dict, workers: int):
