@@ -74,11 +74,19 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     rows = []
     for name in names:
         va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
-        ratio = vb / va if va and not math.isnan(va) else math.nan
-        rows.append({"metric": name, "unit": a.units.get(name) or b.units.get(name, ""), "A": va, "B": vb,
-                     "delta": vb - va, "ratio": ratio, "change_%": (ratio - 1) * 100 if not math.isnan(ratio)
-                     else math.nan, "better": better(name) or "-", "mark": mark(name, va, vb, threshold)})
-    return pd.DataFrame(rows, columns=["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"])
+        rows.append(_diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
+                              mark(name, va, vb, threshold)))
+    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+
+
+DIFF_COLUMNS = ["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"]
+
+
+def _diff_row(name: str, unit: str, va: float, vb: float, direction: str, judged: str) -> dict:
+    ratio = vb / va if va and not math.isnan(va) else math.nan
+    return {"metric": name, "unit": unit, "A": va, "B": vb, "delta": vb - va, "ratio": ratio,
+            "change_%": (ratio - 1) * 100 if not math.isnan(ratio) else math.nan, "better": direction,
+            "mark": judged}
 
 
 def normalised(run: StoredRun, name: str) -> float:
@@ -100,14 +108,10 @@ def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None):
     names = metrics or [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] in ALIGNED_BY_NAME]
     rows = []
     for name in names:
-        va, vb = normalised(a, name), normalised(b, name)
-        ratio = vb / va if va and not math.isnan(va) else math.nan
         info = ALIGNED_BY_NAME.get(name.split(".", 1)[-1])
-        rows.append({"metric": name, "unit": info.unit if info else "", "A": va, "B": vb, "delta": vb - va,
-                     "ratio": ratio, "change_%": (ratio - 1) * 100 if not math.isnan(ratio) else math.nan,
-                     "better": "-", "mark": "", "normalisation": info.normalisation if info else ""})
-    return pd.DataFrame(rows, columns=["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark",
-                                       "normalisation"])
+        row = _diff_row(name, info.unit if info else "", normalised(a, name), normalised(b, name), "-", "")
+        rows.append({**row, "normalisation": info.normalisation if info else ""})
+    return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, "normalisation"])
 
 
 def correlate(runs: list[StoredRun], metrics: list[str] | None = None):

@@ -235,6 +235,8 @@ class RegTileVariant(Variant):
     take the weight as an immediate constant operand."""
 
     MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
+    UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
+    # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)
 
     @staticmethod
     def block_x(problem: Problem, params: dict) -> int:
@@ -265,9 +267,6 @@ class RegTileVariant(Variant):
         return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS,
                 "block_x": self.block_x(problem, params),
                 "vector_store": params["outputs"] == 4 and problem.Wout % 4 == 0}
-
-    UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
-    # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, rows = kernel.problem, kernel.params["rows"]
@@ -309,7 +308,8 @@ class FusedPoolVariant(ImplicitGemmVariant):
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile = kernel.problem, kernel.params["tile"]
-        columns = 4 * _columns(p, batch) // (p.Hout * p.Wout) * (p.Hout // 2) * (p.Wout // 2)
+        _columns(p, batch)  # the 32-bit column limit of the GEMM
+        columns = 4 * batch * (p.Hout // 2) * (p.Wout // 2)  # one group of 4 per pooled output
         return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
                        block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
 
@@ -365,13 +365,15 @@ class WmmaVariant(Variant):
                 "each f16 operand through its bit pattern used as a pointer; measured with the accel-sim fork "
                 "dev@667834cf: SIGSEGV on the first wmma.mma.sync of this kernel")
 
+    TILE = 128  # block tile, output channels x output pixels
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"bm": 128, "bn": 128, "bk": 32}
+        return {"bm": self.TILE, "bn": self.TILE, "bk": 32}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
-        p = kernel.problem
+        p, tile = kernel.problem, self.TILE
         columns = _columns(p, batch)
-        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / 128), math.ceil(p.M / 128), 1),
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
                        block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
 
 

@@ -107,7 +107,7 @@ class GpuBackend(Backend):
     def check_memory(self, kernel: Kernel, problem) -> None:
         """Inputs, output and workspace must fit in the device memory free now."""
         floats = sum(int(np.prod(shape)) for shape in (problem.input_shape, problem.weight_shape,
-                                                      problem.output_shape))
+                                                      kernel.output_shape(problem.B)))
         floats += sum(kernel.workspace(problem.B).values())
         free, _total = drv.mem_get_info()
         if 4 * floats > 0.9 * free:
