@@ -134,3 +134,12 @@ def check_shared_memory(total: int, dynamic: int, limits: DeviceLimits, fix: str
 def check_constant_memory(nbytes: int, fix: str, limit: int = 64 * KB) -> None:
     if nbytes > limit:
         raise LimitError("constant memory", f"{nbytes:,} bytes", f"{limit:,} bytes", fix)
+
+
+def check_launches(launches, limits: DeviceLimits) -> None:
+    """Every launch's block, grid and dynamic shared memory against one device's limits."""
+    fix = "use a smaller tile or another variant (simflow variants lists them)"
+    for launch in launches:
+        check_threads(launch.block, limits, "use a smaller tile")
+        check_grid(launch.grid, limits, "run a smaller batch (--batch) or split it")
+        check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, limits, fix)

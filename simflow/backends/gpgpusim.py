@@ -38,7 +38,7 @@ from ..gpgpusim_config import (
     write_run_config,
 )
 from ..gpgpusim_log import STATS, parse_file
-from ..limits import KNOWN_DEVICES, check_grid, check_shared_memory, check_threads
+from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
@@ -53,15 +53,6 @@ DOCKER_GRACE_S = 120  # the container applies the timeout itself; the host waits
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
-
-
-def check_simulator_limits(kernel: Kernel, batch: int) -> None:
-    """The simulated Volta's limits, checked before anything is built."""
-    fix = "use a smaller tile or another variant (simflow variants lists them)"
-    for launch in kernel.launches(batch):
-        check_threads(launch.block, SIMULATED_DEVICE, "use a smaller tile")
-        check_grid(launch.grid, SIMULATED_DEVICE, "run a smaller batch (--batch)")
-        check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, SIMULATED_DEVICE, fix)
 
 
 def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s: float, folder: Path,
@@ -336,7 +327,7 @@ class GpgpusimBackend(Backend):
         refusal = kernel.sim_unsupported
         if not refusal:
             try:
-                check_simulator_limits(kernel, batch)
+                check_launches(kernel.launches(batch), SIMULATED_DEVICE)  # before anything is built
             except LimitError as exc:
                 refusal = f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
         if refusal:

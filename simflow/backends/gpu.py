@@ -10,14 +10,7 @@ import statistics
 import numpy as np
 
 from ..errors import LimitError, UserError
-from ..limits import (
-    KNOWN_DEVICES,
-    DeviceLimits,
-    check_grid,
-    check_shared_memory,
-    check_threads,
-    theoretical_occupancy,
-)
+from ..limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
 from ..reference import check_output, make_inputs
 from ..resources import cache_dir
 from ..variants import Kernel, Launch
@@ -97,13 +90,6 @@ class GpuBackend(Backend):
             "pycuda": pycuda.VERSION_TEXT,
         }
 
-    def check_limits(self, launches: list[Launch]) -> None:
-        fix = "use a smaller tile or another variant (simflow variants lists them)"
-        for launch in launches:
-            check_threads(launch.block, self.limits, "use a smaller tile")
-            check_grid(launch.grid, self.limits, "run a smaller batch (--batch) or split it")
-            check_shared_memory(launch.dynamic_smem, launch.dynamic_smem, self.limits, fix)
-
     def check_memory(self, kernel: Kernel, problem) -> None:
         """Inputs, output and workspace must fit in the device memory free now."""
         floats = sum(int(np.prod(shape)) for shape in (problem.input_shape, problem.weight_shape,
@@ -139,7 +125,7 @@ class GpuBackend(Backend):
         )
         try:
             launches = kernel.launches(batch)
-            self.check_limits(launches)
+            check_launches(launches, self.limits)
             self.check_memory(kernel, problem)
         except LimitError as exc:
             result.status, result.reason = "refused", str(exc)
