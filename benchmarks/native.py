@@ -3,8 +3,11 @@
 For each run: median time of many event-timed repeats, GFLOP/s, effective GB/s (minimum
 bytes over time), the percentage of the roofline floor, and the speed against PyTorch's
 conv2d (cuDNN, TF32 off) timed in the same process. The two ceilings of the floor are
-measured here too: device-to-device copy bandwidth (bytes read + written) and the fp32
-FMA rate of a register-only kernel.
+measured here too: device-to-device copy bandwidth (bytes read + written) and the peak rate of
+the unit each kernel computes on, from register-only kernels: fp32 FMA, half2 FMA (fp16
+arithmetic), and WMMA mma_sync in fp16 and TF32 (tensor cores). A row's floor uses its own unit.
+With streams=S in a run's parameters, the row also has the host-to-host times (copies + kernels
+on S streams, and on one stream) from the same run.
 
     python benchmarks/native.py [--problems fmnist-conv1:10000,...] [--variants ...] [--csv FILE]
 """
@@ -46,6 +49,75 @@ extern "C" __global__ void fma_peak(float* out, int iters)
 """
 
 
+HFMA2_KERNEL = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void hfma2_peak(float* out, int iters)
+{
+  half2 a[8];
+  for (int j = 0; j < 8; ++j) a[j] = __float2half2_rn(threadIdx.x * 1e-3f + j);
+  const half2 s = __float2half2_rn(0.999f), t = __float2half2_rn(0.001f);
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int r = 0; r < 16; ++r)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] = __hfma2(a[j], s, t);
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < 8; ++j) sum += __low2float(a[j]) + __high2float(a[j]);
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"""
+
+# Each warp keeps 4 independent accumulators (the tensor pipes need several mma in flight).
+MMA_KERNEL = r"""
+#include <mma.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+extern "C" __global__ void mma_peak_fp16(float* out, int iters)
+{
+  __shared__ __align__(32) half tile[16 * 16];
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) tile[i] = __float2half(1e-3f * (i % 7));
+  __syncthreads();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[4];
+  wmma::load_matrix_sync(a, tile, 16);
+  wmma::load_matrix_sync(b, tile, 16);
+  for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
+  for (int i = 0; i < iters; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wmma::mma_sync(c[j], a, b, c[j]);
+  __shared__ __align__(32) float res[8][256];
+  const int warp = threadIdx.x / 32;
+  for (int j = 1; j < 4; ++j)
+    for (int e = 0; e < c[0].num_elements; ++e) c[0].x[e] += c[j].x[e];
+  wmma::store_matrix_sync(res[warp], c[0], 16, wmma::mem_row_major);
+  if (threadIdx.x % 32 == 0) out[blockIdx.x * 8 + warp] = res[warp][0];
+}
+extern "C" __global__ void mma_peak_tf32(float* out, int iters)
+{
+  __shared__ __align__(32) float tile[16 * 16];
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) tile[i] = wmma::__float_to_tf32(1e-3f * (i % 7));
+  __syncthreads();
+  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> c[4];
+  wmma::load_matrix_sync(a, tile, 8);
+  wmma::load_matrix_sync(b, tile, 16);
+  for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
+  for (int i = 0; i < iters; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) wmma::mma_sync(c[j], a, b, c[j]);
+  __shared__ __align__(32) float res[8][256];
+  const int warp = threadIdx.x / 32;
+  for (int j = 1; j < 4; ++j)
+    for (int e = 0; e < c[0].num_elements; ++e) c[0].x[e] += c[j].x[e];
+  wmma::store_matrix_sync(res[warp], c[0], 16, wmma::mem_row_major);
+  if (threadIdx.x % 32 == 0) out[blockIdx.x * 8 + warp] = res[warp][0];
+}
+"""
+
+
 def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
     import pycuda.driver as drv
 
@@ -74,15 +146,62 @@ def measure_ceilings(gpu: GpuBackend) -> dict[str, float]:
     dst.free()
     bandwidth = 2 * nbytes / (copy_ms * 1e-3)
 
-    func = SourceModule(FMA_KERNEL, no_extern_c=True, arch=gpu.limits.arch).get_function("fma_peak")
     blocks, threads, iters = gpu.limits.sm_count * 8, 256, 4096
     out = drv.mem_alloc(blocks * threads * 4)
-    fma_ms = _median_ms(lambda: func(out, np.int32(iters), block=(threads, 1, 1), grid=(blocks, 1)), repeats=10)
+
+    def rate(source: str, name: str, flops_per_thread: int) -> float:
+        func = SourceModule(source, no_extern_c=True, arch=gpu.limits.arch).get_function(name)
+        ms = _median_ms(lambda: func(out, np.int32(iters), block=(threads, 1, 1), grid=(blocks, 1)), repeats=10)
+        return flops_per_thread * blocks * threads / (ms * 1e-3) / 1e12
+
+    warps_mma = 4 * 2 * 16 * 16 * 16 / 32  # per thread: 4 mma of 2*16*16*16 FLOPs per warp per iteration
+    ceilings = {
+        "copy_GBps": bandwidth / 1e9,
+        "float32": rate(FMA_KERNEL, "fma_peak", 2 * 8 * 16 * iters),
+        "float16": rate(HFMA2_KERNEL, "hfma2_peak", 2 * 2 * 8 * 16 * iters),
+        "tensor_float16": rate(MMA_KERNEL, "mma_peak_fp16", warps_mma * iters),
+        "tensor_tf32": rate(MMA_KERNEL, "mma_peak_tf32", warps_mma / 2 * iters),
+    }
     out.free()
-    flops = 2 * 8 * 16 * iters * blocks * threads
-    return {"copy_GBps": bandwidth / 1e9, "fp32_TFLOPs": flops / (fma_ms * 1e-3) / 1e12}
+    return ceilings
 
 
+def matmul_rates(repeats: int = 10) -> dict[str, float]:
+    """TFLOP/s of an 8192^3 torch.matmul (cuBLAS) in fp32 (TF32 off), TF32 and fp16; {} without torch."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    n, rates = 8192, {}
+    for unit, dtype, tf32 in (("float32", torch.float32, False), ("tensor_tf32", torch.float32, True),
+                              ("tensor_float16", torch.float16, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        a = torch.rand(n, n, device="cuda", generator=gen).to(dtype)
+        b = torch.rand(n, n, device="cuda", generator=gen).to(dtype)
+        for _ in range(3):
+            a @ b
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(repeats):
+            start.record()
+            a @ b
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        rates[unit] = 2 * n**3 / (statistics.median(times) * 1e-3) / 1e12
+        del a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.cuda.empty_cache()
+    return rates
+
+
+def unit_of(variant: str, precision: str) -> str:
+    """The ceiling a kernel's FLOPs count against: tensor cores for wmma, else the FMA unit of its precision."""
+    return f"tensor_{precision}" if variant == "wmma" else precision
+
+
+PIPELINE = ("h2d_ms", "d2h_ms", "pipeline_serial_ms", "pipeline_ms", "pipeline_speedup")
 CUDNN_PRECISIONS = {"float32": "fp32, TF32 off", "tf32": "TF32", "float16": "fp16"}
 
 
@@ -155,15 +274,25 @@ def main(argv=None) -> int:
     gpu = GpuBackend()
     env = gpu.environment()
     ceilings = measure_ceilings(gpu)
+    cublas = matmul_rates()
+    print("register-only kernels (TFLOP/s): " + ", ".join(f"{k} {v:.1f}" for k, v in ceilings.items()
+                                                          if k != "copy_GBps"))
+    print("cuBLAS 8192^3 matmul (TFLOP/s): " + (", ".join(f"{k} {v:.1f}" for k, v in cublas.items()) or "no torch"))
+    for unit, rate in cublas.items():  # a unit's ceiling: the faster of the two measurements
+        ceilings[unit] = max(ceilings[unit], rate)
     print(f"device: {env['gpu']} (cc {env['compute_capability']}, driver CUDA {env['cuda_driver']}); "
-          f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['fp32_TFLOPs']:.1f} TFLOP/s")
+          f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['float32']:.1f}, "
+          f"half2 FMA {ceilings['float16']:.1f}, WMMA fp16 {ceilings['tensor_float16']:.1f}, "
+          f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s")
 
     rows = []
     for spec in args.problems.split(","):
         name, _, batch = spec.partition(":")
         problem = get_problem(name, batch=int(batch) if batch else None)
-        floor_ms = 1e3 * max(problem.min_bytes() / (ceilings["copy_GBps"] * 1e9),
-                             problem.flops / (ceilings["fp32_TFLOPs"] * 1e12))
+        floors = {unit: 1e3 * max(problem.min_bytes() / (ceilings["copy_GBps"] * 1e9),
+                                  problem.flops / (rate * 1e12))
+                  for unit, rate in ceilings.items() if unit != "copy_GBps"}
+        floor_ms = floors["float32"]
         cudnn = {prec: time_cudnn(problem, args.repeats, prec) for prec in args.cudnn.split(",")}
         print(f"\n{problem.describe()}: {problem.flops / 1e9:.1f} GFLOP, {problem.min_bytes() / 1e9:.3f} GB minimum, "
               f"floor {floor_ms:.3f} ms (fp32), cuDNN " + ", ".join(
@@ -171,10 +300,11 @@ def main(argv=None) -> int:
         base = {"problem": problem.name, "B": problem.B, "floor_ms": round(floor_ms, 4)}
         for prec, ms in cudnn.items():
             if ms is not None:
-                rows.append({**base, "variant": "cudnn (torch)", "params": CUDNN_PRECISIONS[prec],
-                             "precision": prec, "status": "passed", "time_ms": ms, "gflops": problem.flops / ms / 1e6,
-                             "gbps": problem.min_bytes() / ms / 1e6, "pct_floor": 100 * floor_ms / ms,
-                             "vs_cudnn": 1.0})
+                unit = "float32" if prec == "float32" else f"tensor_{prec}"  # cuDNN's TF32 and fp16 kernels use them
+                rows.append({**base, "floor_ms": round(floors[unit], 4), "unit": unit, "variant": "cudnn (torch)",
+                             "params": CUDNN_PRECISIONS[prec], "precision": prec, "status": "passed", "time_ms": ms,
+                             "gflops": problem.flops / ms / 1e6, "gbps": problem.min_bytes() / ms / 1e6,
+                             "pct_floor": 100 * floors[unit] / ms, "vs_cudnn": 1.0})
         for variant, params in configs(args.variants.split(","), [int(t) for t in args.tiles.split(",")],
                                        args.unroll.split(","), args.runs):
             label = " ".join(f"{k}={v}" for k, v in params.items())
@@ -187,13 +317,15 @@ def main(argv=None) -> int:
                 continue
             result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
             m = result.metrics
-            row = {**base, "variant": variant, "params": label, "precision": kernel.precision,
-                   "status": result.status, "reason": result.reason,
+            unit = unit_of(variant, kernel.precision)
+            row = {**base, "floor_ms": round(floors[unit], 4), "unit": unit, "variant": variant, "params": label,
+                   "precision": kernel.precision, "status": result.status, "reason": result.reason,
                    "time_ms": m.get("time_ms"), "gflops": m.get("gflops"), "gbps": m.get("gbps"),
                    "rel_error": m.get("rel_error"), "registers": m.get("registers"),
-                   "occupancy": m.get("theoretical_occupancy")}
+                   "occupancy": m.get("theoretical_occupancy"),
+                   **{k: m.get(k) for k in PIPELINE if k in m}}
             if m.get("time_ms"):
-                row["pct_floor"] = 100 * floor_ms / m["time_ms"]
+                row["pct_floor"] = 100 * row["floor_ms"] / m["time_ms"]
                 same = cudnn.get(kernel.precision)  # cuDNN in the same precision, when timed
                 row["vs_cudnn"] = same / m["time_ms"] if same else None
             rows.append(row)
@@ -209,11 +341,17 @@ def main(argv=None) -> int:
     groups = ours.groupby(["problem", "precision"], sort=False)
     best = pd.concat([passed[passed.variant == "cudnn (torch)"], groups.head(1), groups.tail(1)])
     best = best.drop_duplicates().sort_values(["problem", "time_ms"], kind="stable")
-    cols = ["problem", "variant", "params", "precision", "time_ms", "gflops", "gbps", "pct_floor", "vs_cudnn"]
+    cols = ["problem", "variant", "params", "precision", "unit", "floor_ms", "time_ms", "gflops", "gbps", "pct_floor",
+            "vs_cudnn"]
     print("\ncuDNN, then simflow's fastest and slowest per problem (vs_cudnn > 1: faster than cuDNN);"
           " every row is in the CSV:")
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(best[[c for c in cols if c in best]].to_string(index=False))
+    piped = passed[passed["pipeline_ms"].notna()] if "pipeline_ms" in passed else passed.iloc[:0]
+    if len(piped):
+        print("\nhost to host (x in, kernels, y out; weights resident), split over the run's streams vs one stream:")
+        with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+            print(piped[["problem", "variant", "params", "time_ms", *PIPELINE]].to_string(index=False))
     failed = table[~table.status.isin(["passed", "refused"])]
     if len(failed):
         print(f"\n{len(failed)} runs did not pass:\n" + failed[["problem", "variant", "params", "status", "reason"]]

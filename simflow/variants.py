@@ -25,12 +25,14 @@ FALSE_WORDS = {"0", "false", "off", "no"}
 
 @dataclass(frozen=True)
 class Param:
-    """A template parameter: its allowed values (the first type decides parsing) and default."""
+    """A template parameter: its allowed values (the first type decides parsing) and default. A host
+    parameter changes how the kernels are run, not their code (only the source's header names it)."""
 
     name: str
     choices: tuple
     default: object
     help: str
+    host: bool = False
 
     def parse(self, text: str, variant: str) -> object:
         kind = type(self.default)
@@ -190,6 +192,10 @@ class Variant:
 
     def sim_unsupported(self, params: dict) -> str:
         """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
+        if params.get("streams"):
+            return (f"streams={params['streams']} times host-device copies overlapped with kernels, and GPGPU-Sim "
+                    "does not time copies (cudaMemcpy is functional only, outside the simulated cycles); "
+                    "simulate with streams=0")
         return ""
 
     def render(self, problem: Problem, params: dict | None = None) -> Kernel:
@@ -278,13 +284,27 @@ class RegTileVariant(Variant):
 @dataclass(frozen=True)
 class ImplicitGemmVariant(Variant):
     """The convolution as one GEMM (output channels x output pixels x C*K*K), im2col done while loading
-    tiles: one kernel. Any layer shape; best where M and C*K*K are large (toycnn)."""
+    tiles: one kernel. Any layer shape; best where M and C*K*K are large (toycnn). precision fp16: half
+    tiles and half2 FMAs (twice the fp32 rate), float accumulation after every k step."""
 
     def check(self, problem: Problem, params: dict) -> None:
         pass  # 256 threads and static shared memory under 48 KB for every tile choice
 
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "float32"
+
+    def sim_unsupported(self, params: dict) -> str:
+        if params["precision"] == "fp16" and not params.get("streams"):
+            return ("GPGPU-Sim's PTX lexer reads the .f16x2 type as .f16 (src/cuda-sim/ptx.l, marked TODO), so a "
+                    "half2 FMA computes one of its two halves; measured with the accel-sim fork dev@667834cf: "
+                    "relative error 0.71 on batch3x3 (fp32 passes at 6e-8)")
+        return super().sim_unsupported(params)
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"pool": False}
+        a_per_thread = params["tile"] * params["bk"] // 256
+        # weights read as float4 when a thread's k run is whole float4s of 16-byte aligned rows
+        vector_a = (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0
+        return {"pool": False, "vector_a": vector_a}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile = kernel.problem, kernel.params["tile"]
@@ -299,7 +319,7 @@ class FusedPoolVariant(ImplicitGemmVariant):
     each group of 4 is one pooling window; a thread pools its TN/4 windows x TM channels in registers."""
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"pool": True}
+        return {**super().extra_context(problem, params), "pool": True}
 
     def check(self, problem: Problem, params: dict) -> None:
         if problem.Hout < 2 or problem.Wout < 2:
@@ -358,6 +378,8 @@ class WmmaVariant(Variant):
         return "float16" if params["precision"] == "fp16" else "tf32"
 
     def sim_unsupported(self, params: dict) -> str:
+        if params.get("streams"):
+            return super().sim_unsupported(params)
         if params["precision"] == "tf32":
             return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
                     "shapes m16n16k16, m32n8k16, m8n32k16 only")
@@ -368,7 +390,10 @@ class WmmaVariant(Variant):
     TILE = 128  # block tile, output channels x output pixels
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"bm": self.TILE, "bn": self.TILE, "bk": 32}
+        bk = 32 if params["precision"] == "fp16" else 16  # two buffers of each tile under 48 KB static
+        a_per_thread = self.TILE * bk // 256
+        return {"bm": self.TILE, "bn": self.TILE, "bk": bk,
+                "vector_a": (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile = kernel.problem, self.TILE
@@ -414,14 +439,22 @@ PAD_ROW = Param("pad_row", (False, True), False, "shared tile rows padded by one
 OUTPUTS = Param("outputs", (1, 2, 4, 8), 4, "consecutive outputs of a row per thread (register blocking)")
 GEMM_TILE = Param("tile", (64, 128), 128, "GEMM block tile (output channels x output pixels)")
 GEMM_BK = Param("bk", (8, 16), 8, "GEMM k step staged in shared memory")
+GEMM_PRECISION = Param("precision", ("fp32", "fp16"), "fp32", "arithmetic: float FMAs, or half tiles and half2 "
+                       "FMAs (2 per instruction) with float accumulation after every k step")
 WMMA_PRECISION = Param("precision", ("fp16", "tf32"), "fp16", "tensor-core inputs: half (m16n16k16) or TF32 "
                        "(m16n16k8, sm_80+, not in the simulator)")
 ROWS = Param("rows", (1, 2, 4, 8, 16, 32), 8, "output rows per block (a block spans whole rows)")
 REG_WEIGHTS = Param("weights", ("constant", "shared"), "constant", "weights in __constant__ memory (immediate "
                     "operands) or staged in shared memory once per block, all M of a tap side by side")
 
-_DIRECT = (TILE, UNROLL, RESTRICT)
-_TILED = (TILE, PAD_ROW, UNROLL, RESTRICT)
+# Host side, every variant: 0 times the kernels alone on device-resident data; S >= 1 also times the whole
+# layer host -> device -> host with the batch split over S streams (S = 1: copies and kernels in series).
+STREAMS = Param("streams", (0, 1, 2, 4, 8), 0, "also time copies + kernels with the batch split over this many "
+                "CUDA streams, so one chunk's copies overlap another's kernels (0: kernels only)", host=True)
+
+_DIRECT = (TILE, UNROLL, RESTRICT, STREAMS)
+_GEMM = (GEMM_TILE, GEMM_BK, GEMM_PRECISION, STREAMS)
+_TILED = (TILE, PAD_ROW, UNROLL, RESTRICT, STREAMS)
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
@@ -438,17 +471,17 @@ VARIANTS: dict[str, Variant] = {
                 _TILED, {"weights": "constant"}),
         RegTileVariant("regtile", "regtile.cu.j2", "register-blocked direct conv: several outputs x all channels "
                        "per thread, shared input rows, weights in constant or shared memory", (OUTPUTS, ROWS,
-                                                                                         REG_WEIGHTS), {}),
+                                                                                         REG_WEIGHTS, STREAMS), {}),
         ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
-                            "shared-memory GEMM gathering input columns while loading", (GEMM_TILE, GEMM_BK),
+                            "shared-memory GEMM gathering input columns while loading", _GEMM,
                             {"weights": "global"}),
         FusedPoolVariant("conv_relu_pool", "implicit_gemm.cu.j2", "conv + ReLU + 2x2 max-pool fused in one kernel "
                          "(implicit GEMM, pooling windows in registers, several pooled outputs per thread)",
-                         (GEMM_TILE, GEMM_BK), {"weights": "global", "output": "conv_relu_pool"}),
+                         _GEMM, {"weights": "global", "output": "conv_relu_pool"}),
         Im2colGemmVariant("im2col_gemm", "im2col_gemm.cu.j2", "im2col into a workspace, tiled shared-memory GEMM, "
-                          "permute: three kernels", (GEMM_TILE, GEMM_BK), {"weights": "global"}),
+                          "permute: three kernels", _GEMM, {"weights": "global"}),
         WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "
-                    "M a multiple of 16", (WMMA_PRECISION,), {"weights": "global"}),
+                    "M a multiple of 16", (WMMA_PRECISION, STREAMS), {"weights": "global"}),
     )
 }
 

@@ -23,10 +23,10 @@ SHAPES = [
 
 
 def _configs():
-    """Defaults, then each parameter value changed one at a time."""
+    """Defaults, then each kernel parameter value changed one at a time (streams: test_streams)."""
     for name, variant in VARIANTS.items():
         yield name, {}
-        for p in variant.params:
+        for p in (p for p in variant.params if not p.host):
             for value in p.choices:
                 if value != p.default:
                     yield name, {p.name: value}
@@ -144,3 +144,25 @@ def test_profile_stores_counters_under_the_simulators_names(gpu, tmp_path):
     assert m["gpgpu_n_shmem_insn"] == m["ncu:smsp__inst_executed_op_shared_ld.sum"] + m[
         "ncu:smsp__inst_executed_op_shared_st.sum"] > 0
     assert (tmp_path / "runs" / result.run_id / "ncu.log").is_file()
+
+
+@pytest.mark.parametrize("variant,params", [("regtile", {}), ("implicit_gemm", {"tile": 64}),
+                                            ("im2col_gemm", {"tile": 64}), ("conv_relu_pool", {"precision": "fp16"})])
+def test_streams_split_the_batch_and_overlap_copies(gpu, variant, params):
+    """streams=4 on 10 images (chunks 3, 3, 2, 2): the host copy of y after the split run is checked against
+    the reference; one-stream and copy-alone times come from the same run."""
+    problem = get_problem("fmnist-conv2", batch=10)
+    kernel = VARIANTS[variant].render(problem, {**params, "streams": 4})
+    result = gpu.run(kernel, problem.B, RunOptions(seed=3, warmup=1, repeats=3))
+    assert result.status == "passed", result.reason
+    m = result.metrics
+    assert m["pipeline_ms"] > 0 and m["pipeline_serial_ms"] > 0 and m["h2d_ms"] > 0 and m["d2h_ms"] > 0
+    assert m["pipeline_speedup"] == pytest.approx(m["pipeline_serial_ms"] / m["pipeline_ms"])
+    assert "pipeline_ms" not in gpu.run(VARIANTS[variant].render(problem, params), problem.B,
+                                        RunOptions(repeats=1)).metrics  # streams=0: kernels only
+
+
+def test_more_streams_than_images_is_refused(gpu):
+    problem = get_problem("fmnist-conv2", batch=2)
+    result = gpu.run(VARIANTS["regtile"].render(problem, {"streams": 4}), problem.B, RunOptions(repeats=1))
+    assert result.status == "refused" and "streams" in result.reason and "the batch, 2" in result.reason

@@ -17,9 +17,11 @@ def problem_for(variant: str) -> Problem:
 
 
 def all_configs():
+    """Every combination of the parameters that change the kernel code (host ones at their default)."""
     for name, variant in VARIANTS.items():
-        for values in itertools.product(*(p.choices for p in variant.params)):
-            yield name, dict(zip((p.name for p in variant.params), values, strict=True))
+        code = [p for p in variant.params if not p.host]
+        for values in itertools.product(*(p.choices for p in code)):
+            yield name, dict(zip((p.name for p in code), values, strict=True))
 
 
 ALL = list(all_configs())
@@ -106,7 +108,7 @@ def test_bad_values_list_the_choices(params, words):
 
 def test_cli_style_values_are_parsed():
     k = render("shared", PROBLEM, parse_param_args(["tile=32", "pad_row=on", "restrict=yes"]))
-    assert k.params == {"tile": 32, "pad_row": True, "unroll": "none", "restrict": True}
+    assert k.params == {"tile": 32, "pad_row": True, "unroll": "none", "restrict": True, "streams": 0}
     with pytest.raises(UserError, match="NAME=VALUE"):
         parse_param_args(["tile"])
 
@@ -170,3 +172,33 @@ def test_conv_relu_pool_writes_pooled_outputs():
     (launch,) = k.launches(1)
     assert launch.grid == (4 * 112 * 112 // 128, 2, 1)
     assert "fmaxf(v, 0.0f)" in k.source and render("implicit_gemm", get_problem("toycnn")).output == "conv"
+
+
+def test_streams_is_a_host_parameter_of_every_variant():
+    """It changes how the kernels are run (and the header that names it), not their code."""
+    for name, variant in VARIANTS.items():
+        streams = variant.param("streams")
+        assert streams.host and streams.default == 0
+        a = render(name, problem_for(name)).source.splitlines()
+        b = render(name, problem_for(name), {"streams": "4"}).source.splitlines()
+        assert a[0] == b[0] and "streams=0" in a[1] and "streams=4" in b[1] and a[2:] == b[2:]
+        assert "simulate with streams=0" in render(name, problem_for(name), {"streams": 2}).sim_unsupported
+
+
+def test_fp16_arithmetic_in_the_gemm_variants():
+    for name in ("implicit_gemm", "conv_relu_pool", "im2col_gemm"):
+        fp32 = render(name, get_problem("toycnn"), {"tile": 128, "bk": 16})
+        fp16 = render(name, get_problem("toycnn"), {"tile": 128, "bk": 16, "precision": "fp16"})
+        assert (fp32.precision, fp16.precision) == ("float32", "float16")
+        assert "__hfma2" in fp16.source and "half As[2][BK][BM]" in fp16.source and "__hfma2" not in fp32.source
+        assert ".f16x2" in fp16.sim_unsupported and not fp32.sim_unsupported
+    with pytest.raises(UserError, match="precision takes one of fp32, fp16"):
+        render("implicit_gemm", PROBLEM, {"precision": "tf32"})
+
+
+def test_weights_read_as_float4_only_when_rows_allow():
+    """C*K*K % 4 == 0 and whole float4s per thread: vector loads; else scalar ones (odd PROBLEM: 75)."""
+    assert "reinterpret_cast<const float4*>(wm + k)" in render("implicit_gemm", get_problem("toycnn"),
+                                                               {"bk": 16}).source
+    assert "reinterpret_cast<const float4*>(wm + k)" not in render("implicit_gemm", PROBLEM, {"bk": 16}).source
+    assert "float4*>(wrow + k)" in render("wmma", get_problem("toycnn")).source

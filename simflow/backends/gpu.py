@@ -127,6 +127,10 @@ class GpuBackend(Backend):
             launches = kernel.launches(batch)
             check_launches(launches, self.limits)
             self.check_memory(kernel, problem)
+            streams = kernel.params.get("streams", 0)
+            if streams > batch:
+                raise LimitError("streams (one chunk of the batch each)", str(streams), f"the batch, {batch}",
+                                 "use fewer streams or a larger batch")
         except LimitError as exc:
             result.status, result.reason = "refused", str(exc)
             return result
@@ -225,9 +229,88 @@ class GpuBackend(Backend):
         result.add("gbps", problem.min_bytes() / (median * 1e-3) / 1e9, "GB/s")
         for buf in workspace.values():
             buf.free()
+        streams = kernel.params.get("streams", 0)
+        if streams:
+            self._time_transfers(kernel, problem, functions, x, w, buffers[0], streams, options, result)
         for bufs in buffers:
             for buf in bufs.values():
                 buf.free()
+
+    def _time_transfers(self, kernel, problem, functions, x, w, device: dict, streams: int, options: RunOptions,
+                        result: RunResult) -> None:
+        """The whole layer from host to host: copy x in, run the kernels, copy y out, with the batch split into
+        `streams` chunks on as many streams so one chunk's copies overlap another's kernels; timed against
+        the same work on one stream (copies and kernels in series) and each copy alone, in this run. Host
+        buffers are page-locked (copies from pageable memory cannot overlap). Weights stay on the device."""
+        out_shape = kernel.output_shape(problem.B)
+        x_host = drv.pagelocked_empty(x.shape, np.float32)
+        x_host[...] = x
+        y_host = drv.pagelocked_empty(out_shape, np.float32)
+        x_image, y_image = x[0].nbytes, int(np.prod(out_shape[1:])) * 4
+
+        def plan(count: int) -> list[tuple]:
+            """Per stream: (stream, first image, images, launches, workspace); chunks differ by one image at most."""
+            parts, first = [], 0
+            for i in range(count):
+                images = problem.B // count + (1 if i < problem.B % count else 0)
+                space = {name: drv.mem_alloc(4 * n) for name, n in kernel.workspace(images).items()}
+                parts.append((drv.Stream(), first, images, kernel.launches(images), space))
+                first += images
+            return parts
+
+        def pipeline(parts) -> None:
+            for stream, first, images, launches, space in parts:
+                x_dev, y_dev = int(device["x"]) + first * x_image, int(device["y"]) + first * y_image
+                drv.memcpy_htod_async(x_dev, x_host[first:first + images], stream)
+                named = {**space, "x": np.uintp(x_dev), "w": device["w"], "y": np.uintp(y_dev)}
+                for func, launch in zip(functions, launches, strict=True):
+                    args = [np.int32(images) if a == "batch" else named[a] for a in launch.args]
+                    func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem, stream=stream)
+                drv.memcpy_dtoh_async(y_host[first:first + images], y_dev, stream)
+
+        def timed(fn, parts) -> float:
+            """Median ms of fn(parts) from one event on the first stream to the last stream's end."""
+            head, times = parts[0][0], []
+            for i in range(options.warmup + options.repeats):
+                start, stop = drv.Event(), drv.Event()
+                start.record(head)
+                for stream, *_ in parts[1:]:
+                    stream.wait_for_event(start)
+                fn(parts)
+                for stream, *_ in parts[1:]:
+                    done = drv.Event()
+                    done.record(stream)
+                    head.wait_for_event(done)
+                stop.record(head)
+                stop.synchronize()
+                if i >= options.warmup:
+                    times.append(start.time_till(stop))
+            return statistics.median(times)
+
+        serial, split = plan(1), plan(streams)
+        stream0 = serial[0][0]
+        h2d = timed(lambda _: drv.memcpy_htod_async(device["x"], x_host, stream0), serial)
+        d2h = timed(lambda _: drv.memcpy_dtoh_async(y_host, device["y"], stream0), serial)
+        serial_ms = timed(pipeline, serial)
+        y_host.fill(np.nan)
+        pipelined_ms = timed(pipeline, split)
+        for parts in (serial, split):
+            for *_, space in parts:
+                for buf in space.values():
+                    buf.free()
+        result.add("h2d_ms", h2d, "ms")
+        result.add("d2h_ms", d2h, "ms")
+        result.add("h2d_gbps", x_host.nbytes / (h2d * 1e-3) / 1e9, "GB/s")
+        result.add("d2h_gbps", y_host.nbytes / (d2h * 1e-3) / 1e9, "GB/s")
+        result.add("pipeline_serial_ms", serial_ms, "ms")
+        result.add("pipeline_ms", pipelined_ms, "ms")
+        result.add("pipeline_speedup", serial_ms / pipelined_ms, "x")
+        if options.check:  # what the split run left in y_host, against the reference
+            check = check_output(problem, x, w, np.asarray(y_host), kernel.precision,
+                                 seed=options.seed, op=kernel.output)
+            if not check.passed and result.status == "passed":
+                result.status, result.reason = "wrong_result", f"with the batch split over {streams} streams: " \
+                                                                f"{check.reason}"
 
 
 def device_limits(dev) -> DeviceLimits:
