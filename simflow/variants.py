@@ -402,6 +402,50 @@ class WmmaVariant(Variant):
                        block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
 
 
+@dataclass(frozen=True)
+class WmmaNhwcVariant(WmmaVariant):
+    """Tensor cores on channel-last copies of x and w (made by two small kernels), k ordered (ky, kx, c)
+    so a k step is BK channels of one tap: 16-byte asynchronous copies straight into a multi-stage
+    shared-memory pipeline, no per-element index arithmetic. Needs C in multiples of BK."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        super().check(problem, params)
+        bk = params["bk"]
+        if problem.C % bk:
+            raise LimitError(f"input channels C for a channel-last k step of bk={bk} (a multiple of {bk})",
+                             str(problem.C), f"{bk * math.ceil(problem.C / bk)} (pad the layer to it)",
+                             "use bk=32 if C is a multiple of 32, else wmma, which gathers any C")
+        if params["precision"] == "tf32" and (params["tile_n"] == 256 or bk == 64):
+            raise LimitError("registers per thread (tf32 operands with 64 x 64 warp tiles or bk=64)", "more than 255",
+                             "255 (ptxas spills to local memory)", "use tile_n=128 and bk=32 with tf32")
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {"bm": self.TILE, "bn": params["tile_n"], "bk": params["bk"]}
+
+    @staticmethod
+    def element_bytes(kernel: Kernel) -> int:
+        return 2 if kernel.params["precision"] == "fp16" else 4
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p, size = kernel.problem, self.element_bytes(kernel)
+        return {"xh": math.ceil(batch * p.C * p.H * p.W * size / 4), "wh": math.ceil(p.M * p.C * p.K * p.K * size / 4)}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
+        columns = _columns(p, batch)
+        ld = kernel.params["bk"] + 16 // self.element_bytes(kernel)
+        smem = kernel.params["stages"] * (tile + tile_n) * ld * self.element_bytes(kernel)
+        name = f"conv2d_{self.name}"
+        return [
+            Launch(kernel=f"{name}_x", grid=(math.ceil(p.H * p.W / 32), p.C // 32, batch), block=(32, 8, 1),
+                   args=("x", "xh", "batch")),
+            Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * p.C * p.K * p.K / 256), 1, 1), block=(256, 1, 1),
+                   args=("w", "wh")),
+            Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
+                   dynamic_smem=smem, args=("xh", "wh", "y", "batch")),
+        ]
+
+
 def _columns(problem: Problem, batch: int) -> int:
     """GEMM columns (output pixels of the batch); the GEMM kernels index them with 32-bit ints."""
     columns = batch * problem.Hout * problem.Wout
@@ -443,6 +487,10 @@ GEMM_PRECISION = Param("precision", ("fp32", "fp16"), "fp32", "arithmetic: float
                        "FMAs (2 per instruction) with float accumulation after every k step")
 WMMA_PRECISION = Param("precision", ("fp16", "tf32"), "fp16", "tensor-core inputs: half (m16n16k16) or TF32 "
                        "(m16n16k8, sm_80+, not in the simulator)")
+NHWC_TILE_N = Param("tile_n", (128, 256), 128, "output pixels per block (x 128 channels): warps of 64 x 32, or 64 x 64 "
+                    "(more reuse of each fragment, twice the accumulators)")
+NHWC_BK = Param("bk", (32, 64), 32, "k step: channels of one tap per pipeline stage (C must be a multiple)")
+NHWC_STAGES = Param("stages", (2, 3, 4), 3, "k steps in flight in the shared-memory pipeline")
 ROWS = Param("rows", (1, 2, 4, 8, 16, 32), 8, "output rows per block (a block spans whole rows)")
 REG_WEIGHTS = Param("weights", ("constant", "shared"), "constant", "weights in __constant__ memory (immediate "
                     "operands) or staged in shared memory once per block, all M of a tap side by side")
@@ -482,6 +530,9 @@ VARIANTS: dict[str, Variant] = {
                           "permute: three kernels", _GEMM, {"weights": "global"}),
         WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "
                     "M a multiple of 16", (WMMA_PRECISION, STREAMS), {"weights": "global"}),
+        WmmaNhwcVariant("wmma_nhwc", "wmma_nhwc.cu.j2", "tensor cores (WMMA) on channel-last half/tf32 copies of x "
+                        "and w, 16-byte async copies into a multi-stage pipeline; M a multiple of 16, C of 32",
+                        (WMMA_PRECISION, NHWC_TILE_N, NHWC_BK, NHWC_STAGES, STREAMS), {"weights": "global"}),
     )
 }
 

@@ -19,6 +19,7 @@ SHAPES = [
     get_problem("batch3x3"),
     get_problem("fmnist-conv2", batch=6),
     Problem(B=2, C=3, M=32, H=19, W=17, K=3, pad=1, name="m32-padded"),
+    Problem(B=3, C=64, M=48, H=13, W=11, K=5, pad=1, name="c64-m48-pad1"),  # wmma_nhwc: C in 32s, M in 16s
 ]
 
 

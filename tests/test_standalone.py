@@ -13,10 +13,11 @@ from simflow.variants import VARIANTS, render
 
 PROBLEM = get_problem("batch3x3")
 WMMA_PROBLEM = get_problem(None, shape="2,1,16,16,16,3,1")  # batch3x3 with 16 output channels
+NHWC_PROBLEM = get_problem(None, shape="2,32,16,16,16,3,1")  # ... and 32 input channels
 
 
 def problem_for(variant):
-    return WMMA_PROBLEM if variant == "wmma" else PROBLEM
+    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM}.get(variant, PROBLEM)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

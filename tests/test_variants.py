@@ -10,18 +10,25 @@ from simflow.variants import VARIANTS, parse_param_args, render, template_enviro
 
 PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
 WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
+NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
 
 
 def problem_for(variant: str) -> Problem:
-    return WMMA_PROBLEM if variant == "wmma" else PROBLEM
+    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM}.get(variant, PROBLEM)
 
 
 def all_configs():
-    """Every combination of the parameters that change the kernel code (host ones at their default)."""
+    """Every combination of the parameters that change the kernel code (host ones at their default), less
+    those the variant refuses (test_refusals_name_the_limit covers them)."""
     for name, variant in VARIANTS.items():
         code = [p for p in variant.params if not p.host]
         for values in itertools.product(*(p.choices for p in code)):
-            yield name, dict(zip((p.name for p in code), values, strict=True))
+            params = dict(zip((p.name for p in code), values, strict=True))
+            try:
+                variant.render(problem_for(name), params)
+            except LimitError:
+                continue
+            yield name, params
 
 
 ALL = list(all_configs())
@@ -202,3 +209,22 @@ def test_weights_read_as_float4_only_when_rows_allow():
                                                                {"bk": 16}).source
     assert "reinterpret_cast<const float4*>(wm + k)" not in render("implicit_gemm", PROBLEM, {"bk": 16}).source
     assert "float4*>(wrow + k)" in render("wmma", get_problem("toycnn")).source
+
+
+def test_refusals_name_the_limit():
+    for params in ({"tile_n": 256}, {"bk": 64}):
+        with pytest.raises(LimitError, match="registers per thread .* use tile_n=128 and bk=32 with tf32"):
+            render("wmma_nhwc", NHWC_PROBLEM, {"precision": "tf32", **params})
+
+
+def test_wmma_nhwc_needs_channels_in_32s_and_says_what_to_use():
+    with pytest.raises(LimitError, match=r"input channels C .* needs 3, the limit is 32 .*else wmma"):
+        render("wmma_nhwc", WMMA_PROBLEM)
+    kernel = render("wmma_nhwc", get_problem("toycnn"))
+    names = [launch.kernel for launch in kernel.launches(1)]
+    assert names == ["conv2d_wmma_nhwc_x", "conv2d_wmma_nhwc_w", "conv2d_wmma_nhwc"]
+    assert kernel.launches(1)[2].dynamic_smem == 3 * 2 * 128 * 40 * 2  # 3 stages of half A and B tiles
+    assert kernel.workspace(1) == {"xh": 256 * 228 * 228 // 2, "wh": 256 * 256 * 25 // 2}  # floats of halves
+    with pytest.raises(LimitError, match="bk=64 .* needs 32, the limit is 64"):
+        render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
+    assert "cp.async.cg.shared.global" in kernel.source and kernel.sim_unsupported
