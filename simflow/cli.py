@@ -62,7 +62,7 @@ def cmd_variants(args) -> int:
     data = [
         {"variant": v.name, "summary": v.summary, "precision": v.precision,
          "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
-                     "help": p.help} for p in v.params]}
+                     "help": p.help, "host": p.host} for p in v.params]}
         for v in VARIANTS.values()
     ]
     if args.json:
@@ -71,7 +71,8 @@ def cmd_variants(args) -> int:
     for v in data:
         print(f"{v['variant']}: {v['summary']}")
         for p in v["params"]:
-            print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}): {p['help']}")
+            host = " [host side: same kernel code]" if p["host"] else ""
+            print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
     return 0
 
 

@@ -28,9 +28,11 @@ def test_variants_json(capsys):
     assert main(["variants", "--json"]) == 0
     data = {v["variant"]: v for v in json.loads(capsys.readouterr().out)}
     assert set(data) == {"global", "constant", "shared", "shared_weights", "shared_constant", "regtile",
-                         "implicit_gemm", "conv_relu_pool", "im2col_gemm", "wmma"}
+                         "implicit_gemm", "conv_relu_pool", "im2col_gemm", "wmma", "wmma_nhwc"}
     tile = next(p for p in data["shared"]["params"] if p["name"] == "tile")
-    assert tile == {"name": "tile", "choices": ["8", "16", "32"], "default": "16", "help": tile["help"]}
+    assert tile == {"name": "tile", "choices": ["8", "16", "32"], "default": "16", "help": tile["help"], "host": False}
+    streams = next(p for p in data["shared"]["params"] if p["name"] == "streams")
+    assert streams["host"] and streams["default"] == "0"
 
 
 def test_render_to_stdout_and_file(tmp_path, capsys):
@@ -91,7 +93,8 @@ def test_check_is_the_main_job(tmp_path):
     rows = {r["variant"]: r for r in report["variants"]}
     assert set(rows) == set(VARIANTS)
     # batch3x3 has 4 output channels: WMMA (fragments of 16) refuses it, naming the limit
-    assert rows.pop("wmma")["render"].startswith("refused: output channels M for WMMA fragments")
+    for name in ("wmma", "wmma_nhwc"):
+        assert rows.pop(name)["render"].startswith("refused: output channels M for WMMA fragments")
     for row in rows.values():
         compiled = [v for k, v in row.items() if k.startswith("nvcc ")]
         assert compiled and all(v.startswith("ok,") for v in compiled)
@@ -105,4 +108,4 @@ def test_check_is_the_main_job(tmp_path):
 def test_check_runs_on_the_gpu(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
     rows = json.loads(proc.stdout)["variants"]
-    assert all(r["gpu"].startswith("passed") for r in rows if r["variant"] != "wmma")
+    assert all(r["gpu"].startswith("passed") for r in rows if not r["variant"].startswith("wmma"))
