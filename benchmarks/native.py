@@ -68,20 +68,24 @@ extern "C" __global__ void hfma2_peak(float* out, int iters)
 }
 """
 
-# Each warp keeps 4 independent accumulators (the tensor pipes need several mma in flight).
+# Each warp keeps 4 independent accumulators (the tensor pipes need several mma in flight). One body for
+# both precisions: In is the fragment's input type, T how the tile is stored, FK the shape's k.
 MMA_KERNEL = r"""
 #include <mma.h>
 #include <cuda_fp16.h>
 using namespace nvcuda;
-extern "C" __global__ void mma_peak_fp16(float* out, int iters)
+__device__ half stored(float v, half) { return __float2half(v); }
+__device__ float stored(float v, float) { return wmma::__float_to_tf32(v); }
+
+template <typename In, typename T, int FK> __device__ void mma_peak(float* out, int iters)
 {
-  __shared__ __align__(32) half tile[16 * 16];
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) tile[i] = __float2half(1e-3f * (i % 7));
+  __shared__ __align__(32) T tile[16 * 16];
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) tile[i] = stored(1e-3f * (i % 7), T());
   __syncthreads();
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> c[4];
-  wmma::load_matrix_sync(a, tile, 16);
+  wmma::fragment<wmma::matrix_a, 16, 16, FK, In, wmma::row_major> a;
+  wmma::fragment<wmma::matrix_b, 16, 16, FK, In, wmma::row_major> b;
+  wmma::fragment<wmma::accumulator, 16, 16, FK, float> c[4];
+  wmma::load_matrix_sync(a, tile, FK);
   wmma::load_matrix_sync(b, tile, 16);
   for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
   for (int i = 0; i < iters; ++i)
@@ -94,26 +98,10 @@ extern "C" __global__ void mma_peak_fp16(float* out, int iters)
   wmma::store_matrix_sync(res[warp], c[0], 16, wmma::mem_row_major);
   if (threadIdx.x % 32 == 0) out[blockIdx.x * 8 + warp] = res[warp][0];
 }
+extern "C" __global__ void mma_peak_fp16(float* out, int iters) { mma_peak<half, half, 16>(out, iters); }
 extern "C" __global__ void mma_peak_tf32(float* out, int iters)
 {
-  __shared__ __align__(32) float tile[16 * 16];
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) tile[i] = wmma::__float_to_tf32(1e-3f * (i % 7));
-  __syncthreads();
-  wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
-  wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
-  wmma::fragment<wmma::accumulator, 16, 16, 8, float> c[4];
-  wmma::load_matrix_sync(a, tile, 8);
-  wmma::load_matrix_sync(b, tile, 16);
-  for (int j = 0; j < 4; ++j) wmma::fill_fragment(c[j], 0.0f);
-  for (int i = 0; i < iters; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) wmma::mma_sync(c[j], a, b, c[j]);
-  __shared__ __align__(32) float res[8][256];
-  const int warp = threadIdx.x / 32;
-  for (int j = 1; j < 4; ++j)
-    for (int e = 0; e < c[0].num_elements; ++e) c[0].x[e] += c[j].x[e];
-  wmma::store_matrix_sync(res[warp], c[0], 16, wmma::mem_row_major);
-  if (threadIdx.x % 32 == 0) out[blockIdx.x * 8 + warp] = res[warp][0];
+  mma_peak<wmma::precision::tf32, float, 8>(out, iters);
 }
 """
 
