@@ -12,8 +12,11 @@ GPU_BETTER = {
     "threads_per_block": "", "grid_blocks": "", "blocks_per_sm": "higher", "theoretical_occupancy": "higher",
     "rel_error": "lower", "checked_elements": "", "repeats": "", "input_sets": "",
 }
+# The correctness check's figures, on every backend.
+CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error": "lower", "max_scaled_error": "lower",
+                "bad_elements": "lower", "checked_elements": ""}
 RUN_BETTER = {"sim_wall_s": "lower", "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
-              "cta_per_core": "higher"}
+              "cta_per_core": "higher", **CHECK_BETTER}
 
 # Metrics a comparison shows when the user names none, per backend.
 DEFAULT_METRICS = {

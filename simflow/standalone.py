@@ -43,7 +43,8 @@ def render_program(kernel: Kernel, batch: int) -> Program:
         constant_symbols=list(kernel.constant_symbols),
         workspace=kernel.workspace(batch),
         pool=kernel.output == "conv_relu_pool",
-        tolerance=TOLERANCE[kernel.precision],
+        atol=TOLERANCE[kernel.precision].atol,
+        rtol=TOLERANCE[kernel.precision].rtol,
     )
     return Program(kernel, batch, source)
 

@@ -8,7 +8,6 @@ from hardware import requires_gpu
 from simflow.backends import RunOptions
 from simflow.errors import LimitError
 from simflow.problems import Problem, get_problem
-from simflow.reference import TOLERANCE
 from simflow.variants import VARIANTS
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
@@ -53,7 +52,10 @@ def test_matches_reference(gpu, variant, params, problem):
         pytest.skip(f"refused, as it should be: {exc}")
     result = gpu.run(kernel, problem.B, RunOptions(seed=7, warmup=1, repeats=2))
     assert result.status == "passed", result.reason
-    assert result.metrics["rel_error"] < (1e-5 if kernel.precision == "float32" else TOLERANCE[kernel.precision])
+    assert result.metrics["bad_elements"] == 0 and result.metrics["checked_elements"] == result.metrics.get(
+        "checked_elements") > 0 and result.environment["check"] == "full"
+    scaled = result.metrics["max_scaled_error"]
+    print(f"margin {variant} {kernel.precision} {problem.name}: max |y-ref|/S = {scaled:.3g}")
     registers = [v for k, v in result.metrics.items() if k == "registers" or k.endswith(".registers")]
     assert len(registers) == len(kernel.kernel_names) and min(registers) > 0  # <kernel>.registers with several
     assert result.metrics["time_ms"] > 0
@@ -68,12 +70,14 @@ def test_fresh_inputs_each_seed(gpu):
     assert a.metrics["rel_error"] != b.metrics["rel_error"]
 
 
-def test_sampled_check_on_large_problem(gpu):
+def test_every_element_is_checked_on_a_large_problem_and_a_sample_only_when_asked(gpu):
     problem = get_problem("toycnn")
     kernel = VARIANTS["shared"].render(problem)
     result = gpu.run(kernel, 1, RunOptions(repeats=2))
     assert result.passed, result.reason
-    assert result.environment["check"] == "sample"
+    assert result.environment["check"] == "full" and result.metrics["checked_elements"] == 256 * 224 * 224
+    sampled = gpu.run(kernel, 1, RunOptions(repeats=2, sample_check=True))
+    assert sampled.passed and sampled.environment["check"] == "sample" and sampled.metrics["checked_elements"] == 4096
 
 
 def test_limits_come_from_the_device(gpu):
@@ -167,3 +171,52 @@ def test_more_streams_than_images_is_refused(gpu):
     problem = get_problem("fmnist-conv2", batch=2)
     result = gpu.run(VARIANTS["regtile"].render(problem, {"streams": 4}), problem.B, RunOptions(repeats=1))
     assert result.status == "refused" and "streams" in result.reason and "the batch, 2" in result.reason
+
+
+# ---- the GPU reference catches injected faults at every size and precision ---------------------------
+
+FAULT_PROBLEMS = [get_problem("batch3x3"), get_problem("fmnist-conv2", batch=100),
+                  Problem(B=1, C=256, M=256, H=228, W=228, K=5, name="toycnn")]  # 12.8 M outputs
+
+
+def _inject(kind: str, y, ref, scale, tolerance, rng) -> None:
+    import numpy as np
+
+    if kind == "zeroed element":  # one a zero moves by more than the tolerance (see test_reference)
+        visible = np.flatnonzero(np.abs(ref) > 2 * (tolerance.atol * scale + tolerance.rtol * np.abs(ref)))
+        y.flat[int(rng.choice(visible))] = 0.0
+    elif kind == "zeroed row":
+        y[0, y.shape[1] - 1, y.shape[2] // 2, :] = 0.0
+    elif kind == "NaN":
+        y.flat[int(rng.integers(y.size))] = np.nan
+    else:  # off-by-one shift
+        y[..., 1:] = y[..., :-1].copy()
+
+
+@pytest.mark.parametrize("problem", FAULT_PROBLEMS, ids=[p.name for p in FAULT_PROBLEMS])
+def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
+    import dataclasses
+
+    import numpy as np
+    import pycuda.driver as drv
+
+    from simflow.reference import TOLERANCE, make_inputs
+
+    x, w = make_inputs(problem, 3)
+    device = {"x": drv.to_device(x), "w": drv.to_device(w)}
+    parts = list(gpu.reference_chunks(problem, "conv", device))
+    ref = np.concatenate([r for _, r, _ in parts]).reshape(problem.output_shape)
+    scale = np.concatenate([s for _, _, s in parts]).reshape(problem.output_shape)
+    right = ref.astype(np.float32)
+    caught = 0
+    for precision, tolerance in TOLERANCE.items():
+        kernel = dataclasses.replace(VARIANTS["global"].render(problem), precision=precision)
+        assert gpu._check(kernel, problem, device, right, RunOptions()).passed
+        rng = np.random.default_rng(1)
+        for kind in ("zeroed element", "zeroed row", "NaN", "off-by-one shift"):
+            y = right.copy()
+            _inject(kind, y, ref, scale, tolerance, rng)
+            verdict = gpu._check(kernel, problem, device, y, RunOptions())
+            assert not verdict.passed and verdict.checked == y.size, (kind, precision, verdict.reason)
+            caught += 1
+    print(f"{problem.name}: {caught} of 12 injected faults caught over {right.size} outputs")

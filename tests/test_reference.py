@@ -58,27 +58,31 @@ def test_check_passes_float32_and_catches_errors(method):
     p = Problem(B=2, C=3, M=4, H=12, W=10, K=3, pad=1)
     x, w = make_inputs(p, seed=0)
     y = conv2d_reference(x, w, p.pad).astype(np.float32)
-    ok = check_output(p, x, w, y, "float32", force=method)
-    assert ok.passed and ok.rel_error < 1e-6 and ok.method == method
+    ok = check_output(p, x, w, y, "float32", method=method)
+    assert ok.passed and ok.rel_error < 1e-6 and ok.method == method and ok.bad == 0
     bad = y.copy()
     bad[1, 2] *= 1.01  # one map off by 1%: over the float32 tolerance
-    wrong = check_output(p, x, w, bad, "float32", force="full")
-    assert not wrong.passed and "relative error" in wrong.reason
+    wrong = check_output(p, x, w, bad, "float32")
+    assert not wrong.passed and wrong.bad > 0 and wrong.worst[:2] == (1, 2)
+    assert "output elements wrong (full check); worst at (b, m, y, x) = (1, 2, " in wrong.reason
     poisoned = y.copy()
     poisoned[0, 0, 0, 0] = np.nan  # one element left unwritten
-    missing = check_output(p, x, w, poisoned, "float32", force=method)
-    assert not missing.passed and missing.unwritten == 1 and "not written" in missing.reason
+    missing = check_output(p, x, w, poisoned, "float32", method=method)
+    if method == "full" or missing.checked == y.size:
+        assert not missing.passed and missing.unwritten == 1 and "not written or not finite" in missing.reason
 
 
-def test_large_problems_are_sampled():
+def test_a_sampled_check_only_when_asked():
     p = Problem(B=1, C=256, M=256, H=228, W=228, K=5)
-    x, w = make_inputs(p, seed=0)
     y = np.zeros(p.output_shape, dtype=np.float32)
-    result = check_output(p, x, w, y, "float32")
-    assert result.method == "sample" and result.checked == 4096 and not result.passed
+    sampled = check_output(p, *make_inputs(p, 0), y, "float32", method="sample")
+    assert sampled.method == "sample" and sampled.checked == 4096 and not sampled.passed
+    small = Problem(B=1, C=2, M=2, H=9, W=9, K=3)
+    x, w = make_inputs(small, 0)
+    assert check_output(small, x, w, conv2d_reference(x, w, 0), "float32").checked == 2 * 7 * 7  # default: all
 
 
-def test_relu_pool_reference_and_sampled_check():
+def test_relu_pool_reference_and_check():
     from simflow.reference import output_shape, relu_pool
 
     y = np.array([[[[1.0, -2.0, 3.0], [4.0, -5.0, 6.0], [7.0, 8.0, 9.0]]]])
@@ -89,10 +93,90 @@ def test_relu_pool_reference_and_sampled_check():
     x, w = make_inputs(problem, 3)
     good = relu_pool(conv2d_reference(x, w, problem.pad)).astype(np.float32)
     for method in ("full", "sample"):
-        assert check_output(problem, x, w, good, "float32", force=method, op="conv_relu_pool").passed
+        assert check_output(problem, x, w, good, "float32", method=method, op="conv_relu_pool").passed
         bad = good.copy()
         bad[1, 2, 3, 4] += 0.5
-        assert not check_output(problem, x, w, bad, "float32", force=method, op="conv_relu_pool").passed or \
-            method == "sample"  # a sample may miss one element; the full check may not
+        assert not check_output(problem, x, w, bad, "float32", method=method, op="conv_relu_pool").passed
     unpooled = conv2d_reference(x, w, problem.pad)[:, :, :12:2, :10:2].astype(np.float32)  # no max, no ReLU
-    assert not check_output(problem, x, w, unpooled, "float32", force="sample", op="conv_relu_pool").passed
+    assert not check_output(problem, x, w, unpooled, "float32", method="sample", op="conv_relu_pool").passed
+
+
+# ---- injected faults: each must be caught at every size and precision ------------------------------
+
+FAULT_SHAPES = {
+    "tiny": Problem(B=1, C=1, M=2, H=6, W=6, K=3, pad=1, name="tiny"),  # 9 terms per output
+    "fmnist-like": Problem(B=2, C=4, M=16, H=40, W=40, K=7, name="fmnist-like"),  # 196 terms
+    "1M-outputs": Problem(B=4, C=64, M=16, H=128, W=128, K=3, pad=1, name="1M-outputs"),  # 1,048,576 outputs
+}
+
+
+def _round_inputs(a: np.ndarray, precision: str) -> np.ndarray:
+    """What a kernel of this precision multiplies: float16 or TF32 (10-bit mantissa) inputs."""
+    if precision == "float16":
+        return a.astype(np.float16).astype(np.float64)
+    if precision == "tf32":
+        bits = a.astype(np.float32).view(np.uint32)
+        return ((bits + 0x1000) & 0xFFFFE000).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+@pytest.fixture(scope="module", params=list(FAULT_SHAPES))
+def case(request):
+    """A problem, its inputs, its float64 reference and scale, and per precision a right output as a
+    kernel of that precision would write it (inputs rounded, then float32)."""
+    from simflow.reference import reference_and_scale
+
+    p = FAULT_SHAPES[request.param]
+    x, w = make_inputs(p, seed=11)
+    ref, scale = reference_and_scale(p, x, w)
+    right = {prec: conv2d_reference(_round_inputs(x, prec), _round_inputs(w, prec), p.pad).astype(np.float32)
+             for prec in ("float32", "tf32", "float16")}
+    return p, x, w, ref, scale, right
+
+
+def _fault(kind: str, y: np.ndarray, ref: np.ndarray, scale: np.ndarray, precision: str) -> np.ndarray:
+    from simflow.reference import TOLERANCE
+
+    y = y.copy()
+    tol = TOLERANCE[precision]
+    rng = np.random.default_rng(5)
+    if kind == "zeroed element":
+        # a seeded random element among those a zero would move by more than the tolerance (zeroing an
+        # element whose right value is within tolerance of 0 is no fault any check could see)
+        visible = np.flatnonzero(np.abs(ref) > 2 * (tol.atol * scale + tol.rtol * np.abs(ref)))
+        y.flat[rng.choice(visible)] = 0.0
+    elif kind == "zeroed row":
+        b, m, oy = (int(rng.integers(n)) for n in y.shape[:3])
+        y[b, m, oy, :] = 0.0
+    elif kind == "NaN":
+        y.flat[int(rng.integers(y.size))] = np.nan
+    elif kind == "off-by-one shift":
+        y[..., 1:] = y[..., :-1].copy()
+    return y
+
+
+@pytest.mark.parametrize("precision", ["float32", "tf32", "float16"])
+@pytest.mark.parametrize("kind", ["zeroed element", "zeroed row", "NaN", "off-by-one shift"])
+def test_injected_faults_are_caught(case, precision, kind):
+    from simflow.reference import judge
+
+    p, _x, _w, ref, scale, right = case
+    ok = judge(right[precision], ref, scale, precision)
+    assert ok.passed, ok.reason  # a right output of this precision passes
+    bad = judge(_fault(kind, right[precision], ref, scale, precision), ref, scale, precision)
+    assert not bad.passed and bad.bad >= 1 and bad.checked == ref.size
+    assert "worst at (b, m, y, x)" in bad.reason
+    if kind == "NaN":
+        assert bad.unwritten == 1
+
+
+def test_a_norm_would_have_missed_what_the_elementwise_check_catches(case):
+    """The old criterion, one relative-error norm (fp16: <= 1e-2), passes a zeroed element of a large output."""
+    from simflow.reference import judge
+
+    p, _x, _w, ref, scale, right = case
+    y = _fault("zeroed element", right["float16"], ref, scale, "float16")
+    verdict = judge(y, ref, scale, "float16")
+    assert not verdict.passed and verdict.bad == 1
+    if p.name == "1M-outputs":
+        assert verdict.rel_error < 1e-2  # the old fp16 tolerance: it would have passed
