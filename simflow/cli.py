@@ -121,7 +121,7 @@ def cmd_run(args) -> int:
 
     problem = _problem(args)
     job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu", seed=args.seed,
-                   warmup=args.warmup, repeats=args.repeats)
+                   warmup=args.warmup, repeats=args.repeats, sample_check=args.sample_check)
     result = run_job(job, _results(args))
     _store_result(result, args)
     if args.json:
@@ -133,6 +133,15 @@ def cmd_run(args) -> int:
         print(_table(rows))
         print(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
         print(f"run: {result.run_id} ({result.artifacts.get('run_dir')})")
+    return _exit_code(result)
+
+
+def _exit_code(result) -> int:
+    """0 passed, 2 the run did not pass, 130 the user stopped it (its record is stored all the same)."""
+    if result.status == "interrupted":
+        print(f"simflow: interrupted; run {result.run_id} is kept as 'interrupted' in "
+              f"{result.artifacts.get('run_dir', 'its run folder')}", file=sys.stderr)
+        return 130
     return 0 if result.passed else 2
 
 
@@ -152,8 +161,8 @@ def cmd_sim(args) -> int:
 
     problem = _problem(args)
     job = Job.make(args.variant, parse_param_args(args.param), problem, "gpgpusim", config=args.config,
-                   docker_image=args.docker or "", timeout_s=args.timeout, seed=args.seed)
-    GpgpusimBackend(config=job.config, docker_image=args.docker)  # says what is missing before any work
+                   docker_image=args.docker or "", engine=args.engine or "", timeout_s=args.timeout, seed=args.seed)
+    GpgpusimBackend(config=job.config, docker_image=args.docker, timeout_s=args.timeout)  # checks the settings
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
         print(f"simulating {args.variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
@@ -161,7 +170,7 @@ def cmd_sim(args) -> int:
     _store_result(result, args)
     if args.json:
         print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
-        return 0 if result.passed else 2
+        return _exit_code(result)
     _print_result(result, problem)
     groups = result.split_metrics()
     run_level = groups.pop("", {})
@@ -181,7 +190,7 @@ def cmd_sim(args) -> int:
     for key, path in result.artifacts.items():
         if key in ("run_dir", "log"):
             print(f"{key}: {path}")
-    return 0 if result.passed else 2
+    return _exit_code(result)
 
 
 def cmd_sim_exec(args) -> int:
@@ -212,7 +221,7 @@ def cmd_profile(args) -> int:
     _store_result(result, args)
     if args.json:
         print(result.to_json())
-        return 0 if result.passed else 2
+        return _exit_code(result)
     _print_result(result, problem)
     groups = result.split_metrics()
     for kernel, values in groups.items():
@@ -220,7 +229,7 @@ def cmd_profile(args) -> int:
             f"{kernel}.{k}" if kernel else k, "")} for k, v in values.items() if not k.startswith("ncu:")]
         print((f"{kernel}:\n" if kernel else "") + _table(rows))
     print(f"run: {result.run_id} ({result.artifacts.get('run_dir')}); raw counters are stored as ncu:<metric>")
-    return 0 if result.passed else 2
+    return _exit_code(result)
 
 
 def cmd_correlate(args) -> int:
@@ -455,7 +464,7 @@ def cmd_parse(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="simflow", description=__doc__)
+    parser = _Parser(prog="simflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"simflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -479,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--sample-check", action="store_true",
+                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
     _storing_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
@@ -489,6 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", "-c", default="SM7_QV100",
                    help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
     p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
+    p.add_argument("--engine", choices=["docker", "podman"],
+                   help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
     _storing_args(p)
@@ -593,8 +606,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake exits 1 like every other mistake in a command (2 means 'did not pass')."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _terminate(signum, _frame):
+    raise KeyboardInterrupt  # SIGTERM takes Ctrl-C's path: simulators and containers are stopped, runs kept
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     args = build_parser().parse_args(argv)
+    if threading_main():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
     except UserError as exc:
@@ -604,7 +633,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"simflow: tool failed: {exc}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
+        print("simflow: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. '| head'): not an error. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

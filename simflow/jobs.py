@@ -26,10 +26,12 @@ class Job:
     backend: str
     config: str = ""  # simulator config (name or overlay path); '' on a GPU
     docker_image: str = ""
+    engine: str = ""  # docker or podman, for docker_image ('' = $SIMFLOW_ENGINE or the one on PATH)
     seed: int = 0
     repeats: int = 20
     warmup: int = 3
     timeout_s: float = 3600
+    sample_check: bool = False  # GPU: judge a seeded sample of outputs, not every one
 
     @staticmethod
     def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
@@ -78,7 +80,7 @@ def _backend(job: Job, results: Path):
         from .backends.gpgpusim import GpgpusimBackend
 
         return GpgpusimBackend(config=job.config, docker_image=job.docker_image or None, timeout_s=job.timeout_s,
-                               results=results)
+                               results=results, engine=job.engine or None)
     raise UserError(f"unknown backend {job.backend!r}")
 
 
@@ -95,7 +97,7 @@ def run_job(job: Job, results: Path) -> RunResult:
 def _run_job(job: Job, results: Path) -> RunResult:
     kernel = job.kernel()
     backend = _backend(job, results)
-    options = RunOptions(seed=job.seed, repeats=job.repeats, warmup=job.warmup)
+    options = RunOptions(seed=job.seed, repeats=job.repeats, warmup=job.warmup, sample_check=job.sample_check)
     if job.backend == "gpgpusim":
         result = backend.run(kernel, job.problem.B, options)
         if not result.run_id:  # refused before a folder was made

@@ -33,6 +33,7 @@ from pathlib import Path
 from .backends import backend_names
 from .errors import UserError
 from .jobs import Job, JobOutcome, run_job_safely
+from .orphans import die_with_parent
 from .problems import PRESETS, Problem, get_problem
 from .store import Store, StoreError
 from .variants import VARIANTS, get_variant
@@ -300,7 +301,8 @@ def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, 
     lanes = []  # (pool, its jobs still to submit, how many run at once)
     for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
         if jobs:
-            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context), iter(jobs), width))
+            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=die_with_parent),
+                          iter(jobs), width))
     pending: dict = {}  # future -> (pool, its remaining jobs)
     try:
         for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true

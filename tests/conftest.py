@@ -7,6 +7,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test marked with a hardware need (gpu, nvcc, cuda11, gpgpusim, docker) is skipped, with the
+    reason, where that need is absent (tests/hardware.py finds out once)."""
+    from hardware import NEEDS
+
+    for item in items:
+        for need, (present, why) in NEEDS.items():
+            if not present and item.get_closest_marker(need):
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _cache_in_tmp(tmp_path_factory):
     """Compile caches and results go to fresh folders unless SIMFLOW_CACHE / SIMFLOW_RESULTS say otherwise."""

@@ -1,6 +1,13 @@
-"""What this machine has, as pytest skip markers (one place for hardware detection)."""
+"""What this machine has, as pytest skip markers (one place for hardware detection).
+
+Each marker in pyproject.toml names one need; conftest skips a test marked with a need that is
+absent here, with the reason. The `requires_*` decorators say the same for older tests."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -18,3 +25,35 @@ requires_cuda11 = pytest.mark.skipif(CUDA11 is None, reason="no CUDA 11.x toolki
 
 _sim = backend_class("gpgpusim").probe()
 requires_gpgpusim = pytest.mark.skipif(not _sim.available, reason=f"no GPGPU-Sim: {_sim.detail}")
+
+
+def _container_engine() -> tuple[str | None, str]:
+    """The engine the docker tests use ($SIMFLOW_ENGINE, else docker, else podman), if its engine answers."""
+    names = [os.environ["SIMFLOW_ENGINE"]] if os.environ.get("SIMFLOW_ENGINE") else ["docker", "podman"]
+    said = []
+    for name in names:
+        if shutil.which(name) is None:
+            said.append(f"no {name} command")
+            continue
+        try:
+            proc = subprocess.run([name, "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                                  text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            said.append(f"{name} did not answer in 20 s")
+            continue
+        if proc.returncode == 0:
+            return name, ""
+        said.append(f"{name}'s engine is not reachable ({(proc.stderr or proc.stdout).strip().splitlines()[-1:]})")
+    return None, "; ".join(said)
+
+
+ENGINE, _engine_why = _container_engine()
+
+# marker -> (present, why not)
+NEEDS = {
+    "gpu": (_gpu.available, f"no GPU backend: {_gpu.detail}"),
+    "nvcc": (MODERN_NVCC is not None, "no nvcc that targets sm_90 (CUDA 12 or newer)"),
+    "cuda11": (CUDA11 is not None, "no CUDA 11.x toolkit (see simflow doctor)"),
+    "gpgpusim": (_sim.available, f"no GPGPU-Sim: {_sim.detail}"),
+    "docker": (ENGINE is not None, f"no container engine: {_engine_why}"),
+}

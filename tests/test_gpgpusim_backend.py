@@ -6,9 +6,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +18,12 @@ import pytest
 from hardware import requires_gpgpusim
 from test_cli import simflow
 
+from simflow import container
 from simflow.backends import RunOptions
 from simflow.backends.gpgpusim import (
-    CONTAINER_RUN_DIR,
     GpgpusimBackend,
-    docker_command,
     execute,
-    execute_in_docker,
+    execute_in_container,
     finish,
     prepare,
 )
@@ -31,7 +32,7 @@ from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
 from simflow.standalone import cuda11_toolkit
-from simflow.store import new_run_folder, write_json
+from simflow.store import Store, new_run_folder, write_json
 from simflow.toolkits import cuda_install_path
 from simflow.variants import render
 
@@ -92,7 +93,8 @@ def test_wrong_output_is_a_wrong_result(tmp_path):
     y = reference_output()
     y[1, 2, 3, 4] += 1.0
     result = finish(prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=y))
-    assert result.status == "wrong_result" and "relative error" in result.reason
+    assert result.status == "wrong_result" and "1 of 4096 output elements wrong" in result.reason
+    assert "worst at (b, m, y, x) = (1, 2, 3, 4)" in result.reason
 
 
 def test_missing_output_is_a_crash(tmp_path):
@@ -132,7 +134,9 @@ def test_setup_error_is_the_users_to_fix(tmp_path):
         finish(folder)
 
 
-def test_refusals_come_before_any_folder(tmp_path):
+def test_refusals_come_before_any_folder_and_need_no_simulator(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "no-engine-here"))
+    monkeypatch.setenv("GPGPUSIM_ROOT", "")
     backend = GpgpusimBackend(docker_image="unused", results=tmp_path)
     kernel = dataclasses.replace(render("global", PROBLEM), sim_unsupported="wmma.mma.sync is not in its PTX parser")
     assert backend.run(kernel, PROBLEM.B, RunOptions()).reason == "wmma.mma.sync is not in its PTX parser"
@@ -144,28 +148,61 @@ def test_refusals_come_before_any_folder(tmp_path):
 
 
 def test_docker_command_line(tmp_path):
-    cmd = docker_command("simflow-gpgpusim", tmp_path, "simflow-run1", uid=1000, gid=1001)
-    assert cmd == ["docker", "run", "--rm", "--name", "simflow-run1", "--user", "1000:1001", "--network", "none",
-                   "--volume", f"{tmp_path.resolve()}:{CONTAINER_RUN_DIR}", "--workdir", CONTAINER_RUN_DIR,
-                   "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/tmp/simflow-cache",
-                   "simflow-gpgpusim", "simflow", "sim-exec", CONTAINER_RUN_DIR]
-    assert docker_command("img", tmp_path, "n")[5:7] == ["--user", f"{os.getuid()}:{os.getgid()}"]
+    cache = tmp_path / "cache"
+    cmd = container.run_command("docker", "simflow-gpgpusim", tmp_path, "simflow-run1", cache, uid=1000, gid=1001)
+    assert cmd == ["docker", "run", "--rm", "--init", "--pull", "never", "--name", "simflow-run1",
+                   "--user", "1000:1001", "--network", "none",
+                   "--volume", f"{tmp_path.resolve()}:/simflow/run", "--volume", f"{cache.resolve()}:/simflow/cache",
+                   "--workdir", "/simflow/run", "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/simflow/cache",
+                   "simflow-gpgpusim", "simflow", "sim-exec", "/simflow/run"]
+    assert container.run_command("podman", "img", tmp_path, "n", cache)[0] == "podman"
+    assert "--user" in (cmd := container.run_command("docker", "img", tmp_path, "n", cache))
+    assert cmd[cmd.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}"
 
 
-def test_docker_missing_or_failing(tmp_path, monkeypatch):
-    folder = prepared(tmp_path)
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    with pytest.raises(UserError, match="docker command, which is not on PATH.*install Docker Engine"):
-        execute_in_docker(folder, "simflow-gpgpusim")
-    # A docker that cannot find the image: the run says so and the folder keeps what docker printed.
-    fake = tmp_path / "bin" / "docker"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\necho \"Unable to find image '$12:latest' locally\" >&2\nexit 125\n")
+def fake_engine(tmp_path, name, body):
+    fake = tmp_path / "bin" / name
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text("#!/bin/sh\n" + body)
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    execute_in_docker(folder, "simflow-gpgpusim")
-    assert (folder / "docker.cmd").read_text().startswith("docker run --rm --name simflow-")
-    with pytest.raises(UserError, match="exited with 125 without running the simulator: Unable to find image"):
+    return fake
+
+
+def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.delenv("SIMFLOW_ENGINE", raising=False)
+    with pytest.raises(UserError, match="docker command, which is not on PATH.*install Docker Engine"):
+        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path).require()
+    with pytest.raises(UserError, match="unknown container engine 'lxc'; valid engines: docker, podman"):
+        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path, engine="lxc").require()
+    # An engine without the image: refused before any folder is made, and nothing is pulled.
+    log = tmp_path / "calls"
+    fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\necho "Error: simflow-gpgpusim: image not known" >&2\n'
+                                    "exit 125\n")
+    with pytest.raises(UserError, match="no image 'simflow-gpgpusim' in the local podman engine .*never pulls.*"
+                                        "docker build -f docker/Dockerfile -t simflow-gpgpusim"):
+        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path).require()
+    assert log.read_text().split() == ["image", "inspect", "--format", "{{.Id}}", "simflow-gpgpusim"]
+    assert not (tmp_path / "runs").exists()
+    # The engine has the image, but the container fails: the run says so and keeps what the engine printed.
+    fake_engine(tmp_path, "docker", 'if [ "$1" = image ]; then echo sha256:1; exit 0; fi\n'
+                                    'echo "docker: Error response from daemon: OCI runtime create failed" >&2\n'
+                                    "exit 125\n")
+    backend = GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path, engine="docker")
+    backend.require()
+    folder = prepared(tmp_path)
+    execute_in_container(folder, "simflow-gpgpusim", backend.engine)
+    assert (folder / "docker.cmd").read_text().startswith("docker run --rm --init --pull never --name simflow-")
+    with pytest.raises(UserError, match="exited with 125 without running the simulator: .*OCI runtime create"):
         finish(folder)
+
+
+def test_timeout_must_be_positive(tmp_path):
+    for bad in (0, -5):
+        with pytest.raises(UserError, match="timeout must be more than 0 seconds"):
+            GpgpusimBackend(docker_image="x", timeout_s=bad, results=tmp_path)
+    proc = simflow("sim", "global", "--timeout", "0", env={"SIMFLOW_RESULTS": str(tmp_path)})
+    assert proc.returncode == 1 and "timeout must be more than 0 seconds" in proc.stderr
 
 
 def test_cli_without_a_simulator_says_how_to_get_one(tmp_path):
@@ -241,3 +278,57 @@ def test_execute_writes_the_merged_config_and_cleans_scratch(tmp_path):
     lines = (folder / "gpgpusim.config").read_text().splitlines()
     assert lines.count("-gpgpu_n_clusters 8") == 1 and "# override -gpgpu_n_clusters 8" in lines
     assert not list(folder.glob("_cuobjdump_list_ptx_*")) and not (folder / "sim.log").exists()
+
+
+def _simulators(folder: Path) -> list[str]:
+    """Simulated programs still running from run folders under `folder`."""
+    out = subprocess.run(["pgrep", "-af", f"{folder}/runs/.*/program"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def _wait_for_simulator(folder: Path, proc: subprocess.Popen, count: int = 1) -> None:
+    deadline = time.monotonic() + 120
+    while len(_simulators(folder)) < count:
+        assert proc.poll() is None and time.monotonic() < deadline, "the simulator never started"
+        time.sleep(0.3)
+
+
+LONG_RUN = ["global", "--problem", "fmnist-conv1", "--batch", "4"]  # about 90 s under SM7_QV100 here
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_the_simulator_and_stores_the_run_as_interrupted(tmp_path, sig):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "simflow", "sim", *LONG_RUN, "--results", str(tmp_path)],
+                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_simulator(tmp_path, proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "kept as 'interrupted'" in err
+    assert _simulators(tmp_path) == []
+    with Store(tmp_path) as store:
+        (run,) = store.runs()
+    assert run.status == "interrupted" and Path(run.artifacts["log"]).is_file()
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.parametrize("command", ["sim", "sweep"])
+def test_kill_9_of_simflow_leaves_no_simulator(tmp_path, command):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if command == "sim":
+        args, count = ["sim", *LONG_RUN], 1
+    else:
+        sweep = tmp_path / "long.toml"
+        sweep.write_text('problems = [{preset = "fmnist-conv1", batch = 4}]\ntimeout = 600\n'
+                         '[[variants]]\nname = "global"\ntile = [8, 16]\n')
+        args, count = ["sweep", str(sweep), "-j", "2"], 2
+    proc = subprocess.Popen([sys.executable, "-m", "simflow", *args, "--results", str(tmp_path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_simulator(tmp_path, proc, count)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while _simulators(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _simulators(tmp_path) == []

@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from ..problems import Problem
 from ..variants import Kernel
 
-# A run's status. Only "passed" means the kernel ran and matched the reference. The last four
-# come from the simulator: it crashed (no exit line), aborted (an assertion or error it printed),
-# ran past simflow's timeout, or stopped at a max-cycle/instruction limit set in its config.
+# A run's status. Only "passed" means the kernel ran and matched the reference. Four come from
+# the simulator: it crashed (no exit line), aborted (an assertion or error it printed), ran past
+# simflow's timeout, or stopped at a max-cycle/instruction limit set in its config. "interrupted":
+# the user stopped it (Ctrl-C, SIGTERM); its files are kept.
 STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused",
-            "crashed", "aborted", "timed_out", "stopped_at_limit")
+            "crashed", "aborted", "timed_out", "stopped_at_limit", "interrupted")
 
 
 def utc_timestamp() -> str:
@@ -29,6 +30,7 @@ class RunOptions:
     warmup: int = 3
     repeats: int = 20
     check: bool = True
+    sample_check: bool = False  # judge a seeded sample of outputs instead of every one (only when asked)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, container, orphans
 from ..errors import LimitError, ToolError, UserError
 from ..gpgpusim_config import (
     DEFAULT_CONFIG,
@@ -48,8 +48,8 @@ from ..variants import Kernel
 from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
 
 DEFAULT_TIMEOUT_S = 3600
-CONTAINER_RUN_DIR = "/simflow/run"
-DOCKER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
+CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
+WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
@@ -118,8 +118,10 @@ def execute(folder: Path) -> dict:
         write_json(folder / "execution.json", facts)
         return facts
     try:
+        started = time.monotonic()
         binary = build_program((folder / "program.cu").read_text(), spec["variant"], toolkit,
                                tuple(spec["build_options"]))
+        facts["build_s"] = round(time.monotonic() - started, 3)  # about 0 when the compile cache had it
         shutil.copy2(binary, folder / "program")
     except ToolError as exc:
         (folder / "build.log").write_text(str(exc) + "\n")
@@ -130,15 +132,19 @@ def execute(folder: Path) -> dict:
     timeout = float(spec["timeout_s"])
     start = time.monotonic()
     with open(folder / "sim.log", "wb") as log:
-        proc = subprocess.Popen([str(folder / "program"), ".", "y.bin"], cwd=folder, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        cmd = orphans.watchdog([str(folder / "program"), ".", "y.bin"], timeout + WATCHDOG_GRACE_S)
+        proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=orphans.die_with_parent_hook())
+        facts["timed_out"] = False
         try:
             proc.wait(timeout=timeout)
-            facts["timed_out"] = False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the simulator's children (cuobjdump, ptxas) too
-            proc.wait()
+            orphans.stop_group(proc)
             facts["timed_out"] = True
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (see cli.main): the simulator goes too, the run is kept
+            orphans.stop_group(proc)
+            facts["interrupted"] = True
     facts["wall_s"] = round(time.monotonic() - start, 3)
     facts["returncode"] = proc.returncode
     if proc.returncode < 0:
@@ -164,49 +170,31 @@ def _compress(path: Path) -> None:
     path.unlink()
 
 
-def docker_command(image: str, folder: Path, name: str, uid: int | None = None, gid: int | None = None) -> list[str]:
-    """The exact `docker run` that executes a prepared run folder in the simflow image."""
-    uid = os.getuid() if uid is None else uid
-    gid = os.getgid() if gid is None else gid
-    return [
-        "docker", "run", "--rm", "--name", name,
-        "--user", f"{uid}:{gid}",  # files in the run folder stay the caller's
-        "--network", "none",
-        "--volume", f"{folder.resolve()}:{CONTAINER_RUN_DIR}",
-        "--workdir", CONTAINER_RUN_DIR,
-        "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/tmp/simflow-cache",
-        image, "simflow", "sim-exec", CONTAINER_RUN_DIR,
-    ]
-
-
-def execute_in_docker(folder: Path, image: str) -> None:
+def execute_in_container(folder: Path, image: str, engine_cmd: str) -> None:
     """Run the execute step in a container; the container writes execution.json into the folder."""
-    docker = shutil.which("docker")
-    if docker is None:
-        raise UserError("--docker needs the docker command, which is not on PATH; install Docker Engine "
-                        f"(docs.docker.com/engine/install), or run natively: {SIMULATOR_HELP}")
     spec = json.loads((folder / "run.json").read_text())
     name = f"simflow-{spec['run_id']}"
-    cmd = docker_command(image, folder, name)
+    cmd = container.run_command(engine_cmd, image, folder, name, container.host_cache())
     (folder / "docker.cmd").write_text(" ".join(cmd) + "\n")
-    with open(folder / "docker.log", "wb") as out:
-        try:
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=float(spec["timeout_s"]) + DOCKER_GRACE_S)
-        except subprocess.TimeoutExpired:
-            subprocess.run([docker, "kill", name], capture_output=True)
-            proc = None
-    if not (folder / "execution.json").is_file():
+    try:
+        code = container.run(cmd, name, folder / "docker.log", float(spec["timeout_s"]) + CONTAINER_GRACE_S)
+        interrupted = False
+    except KeyboardInterrupt:
+        code, interrupted = None, True
+    facts = json.loads((folder / "execution.json").read_text()) if (folder / "execution.json").is_file() else None
+    if facts is None:
         output = (folder / "docker.log").read_text(errors="replace").strip()[-2000:]
-        what = "did not finish in time and was killed" if proc is None else f"exited with {proc.returncode}"
-        write_json(folder / "execution.json", {
-            "finished": utc_timestamp(), "docker_image": image,
-            "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}",
-        })
-    else:
-        facts = json.loads((folder / "execution.json").read_text())
-        facts["docker_image"] = image
-        write_json(folder / "execution.json", facts)
+        if interrupted:
+            facts = {"finished": utc_timestamp(), "interrupted": True}
+        else:
+            what = "did not finish in time and was stopped" if code is None else f"exited with {code}"
+            facts = {"finished": utc_timestamp(),
+                     "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}"}
+    if interrupted:
+        facts["interrupted"] = True
+    facts["docker_image"] = image
+    facts["container_engine"] = engine_cmd
+    write_json(folder / "execution.json", facts)
 
 
 def finish(folder: Path) -> RunResult:
@@ -222,11 +210,16 @@ def finish(folder: Path) -> RunResult:
     result.environment["config_key"] = config_key(SimConfig(**spec["config"]))
     path = folder / "execution.json"
     facts = json.loads(path.read_text()) if path.is_file() else {}
-    for key in ("config_base", "config_hash", "cuda", "simulator_root", "docker_image", "host"):
+    for key in ("config_base", "config_hash", "cuda", "simulator_root", "docker_image", "container_engine", "host"):
         if facts.get(key):
             result.environment[key] = str(facts[key])
     if not facts:
         result.status, result.reason = "crashed", f"the execute step left no {path.name} (killed before the end?)"
+    elif facts.get("interrupted"):
+        result.status = "interrupted"
+        result.reason = f"stopped by Ctrl-C or SIGTERM after {facts.get('wall_s', 0):g} s; files kept in {folder}"
+        if (folder / "sim.log.gz").is_file():
+            result.artifacts["log"] = str(folder / "sim.log.gz")
     elif "setup_error" in facts:
         raise UserError(facts["setup_error"])
     elif "build_error" in facts:
@@ -289,10 +282,8 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
             result.reason = f"the program wrote {y.size} of {int(np.prod(shape))} outputs to y.bin"
             return
         x, w = make_inputs(problem, spec["seed"])
-        check = check_output(problem, x, w, y.reshape(shape), spec["precision"], seed=spec["seed"], op=op)
-        result.add("rel_error", check.rel_error)
-        result.add("checked_elements", check.checked)
-        result.environment["check"] = check.method
+        check = check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op)
+        check.record(result)
         if not check.passed:
             result.status, result.reason = "wrong_result", check.reason
 
@@ -302,43 +293,77 @@ class GpgpusimBackend(Backend):
 
     @classmethod
     def probe(cls) -> Availability:
+        """Says every missing part at once: the simulator (GPGPUSIM_ROOT) and a CUDA 11.x toolkit."""
+        missing, how = [], []
+        try:
+            root = simulator_root()
+        except UserError as exc:
+            root = None
+            missing.append(str(exc).removesuffix(SIMULATOR_HELP).rstrip(". "))
+            how.append(SIMULATOR_HELP)
         try:
             toolkit = cuda11_toolkit()
         except UserError as exc:
-            return Availability(False, str(exc).split(" GPGPU-Sim needs")[0], CUDA11_HELP)
-        try:
-            root = simulator_root()
-            simulator_environment(root, cuda_install_path(toolkit))
-        except UserError as exc:
-            return Availability(False, str(exc).removesuffix(SIMULATOR_HELP).rstrip(". "), SIMULATOR_HELP)
+            toolkit = None
+            missing.append(str(exc).split(" GPGPU-Sim needs")[0])
+            how.append(CUDA11_HELP)
+        if root is not None and toolkit is not None:
+            try:
+                simulator_environment(root, cuda_install_path(toolkit))
+            except UserError as exc:
+                missing.append(str(exc))
+                how.append(SIMULATOR_HELP)
+        if missing:
+            return Availability(False, "; ".join(missing), "; ".join(how))
         return Availability(True, f"GPGPU-Sim at {root}, CUDA {toolkit.version_text} ({toolkit.nvcc})")
 
     def __init__(self, config: str | SimConfig = DEFAULT_CONFIG, docker_image: str | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None, engine: str | None = None) -> None:
+        if not timeout_s > 0:
+            raise UserError(f"the simulator's timeout must be more than 0 seconds, got {timeout_s:g}")
         self.config = config if isinstance(config, SimConfig) else load_config(config)
         self.docker_image = docker_image
         self.timeout_s = timeout_s
         self.results = results
-        if docker_image is None:  # natively: say now what is missing, before any folder is made
+        self._engine_name = engine
+        self.engine = ""  # the container engine's command, once require() has found it
+
+    def require(self) -> None:
+        """What this run needs, or a UserError saying what is missing and how to get it: the simulator
+        and CUDA 11.x natively; the engine and the image for a container. Cheap; checked once."""
+        if getattr(self, "_required", False):
+            return
+        if self.docker_image is None:
             simulator_root()
             cuda11_toolkit()
+        else:
+            self.engine = container.engine(self._engine_name)
+            container.check_image(self.docker_image, self.engine)
+        self._required = True
+
+    @staticmethod
+    def refusal(kernel: Kernel, batch: int) -> str:
+        """Why the simulated V100 cannot run `kernel` ('' if it can): known without any tool."""
+        if kernel.sim_unsupported:
+            return kernel.sim_unsupported
+        try:
+            check_launches(kernel.launches(batch), SIMULATED_DEVICE)
+        except LimitError as exc:
+            return f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
+        return ""
 
     def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        refusal = kernel.sim_unsupported
-        if not refusal:
-            try:
-                check_launches(kernel.launches(batch), SIMULATED_DEVICE)  # before anything is built
-            except LimitError as exc:
-                refusal = f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
+        refusal = self.refusal(kernel, batch)  # a refusal needs no simulator: it comes first
         if refusal:
             return RunResult(status="refused", backend=self.name, variant=kernel.variant, params=kernel.params,
                              problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
                              reason=refusal, kernels=kernel.kernel_names, seed=options.seed,
                              environment={"config": self.config.name, "config_key": config_key(self.config)})
+        self.require()  # before any folder is made
         run_id, folder = new_run_folder(kernel.variant, self.results)
         prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)
         if self.docker_image:
-            execute_in_docker(folder, self.docker_image)
+            execute_in_container(folder, self.docker_image, self.engine)
         else:
             execute(folder)
         return finish(folder)

@@ -1,0 +1,104 @@
+"""Running a prepared simulator run folder in the simflow image, with Docker or Podman.
+
+The container gets the run folder at /simflow/run and the host's compile cache at /simflow/cache
+(so a standalone program built once is not rebuilt by every throw-away container), runs as the
+caller's user with no network, never pulls an image, and is stopped and removed on Ctrl-C,
+SIGTERM or timeout. Inside, `simflow sim-exec` applies the run's timeout itself, so a container
+whose host process was killed outright still ends by then.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import UserError
+from .resources import cache_dir
+
+ENGINES = ("docker", "podman")
+RUN_DIR = "/simflow/run"
+CACHE_DIR = "/simflow/cache"
+STOP_GRACE_S = 10  # SIGTERM, then SIGKILL after this many seconds
+IMAGE_HELP = ("build it from the repository's top folder with 'docker build -f docker/Dockerfile -t {image} .' "
+              "(README: 'Docker'; without a registry, make the debian:bookworm-slim base locally as it says)")
+
+
+def engine(name: str | None = None) -> str:
+    """The container engine's command: NAME, $SIMFLOW_ENGINE, else docker if on PATH, else podman."""
+    chosen = name or os.environ.get("SIMFLOW_ENGINE") or next((e for e in ENGINES if shutil.which(e)), "docker")
+    if chosen not in ENGINES:
+        raise UserError(f"unknown container engine {chosen!r}; valid engines: {', '.join(ENGINES)}")
+    if shutil.which(chosen) is None:
+        raise UserError(f"--docker needs the {chosen} command, which is not on PATH; install Docker Engine "
+                        "(docs.docker.com/engine/install) or Podman, or run the simulator natively (README: "
+                        "'Installing GPGPU-Sim natively')")
+    return chosen
+
+
+def check_image(image: str, engine_cmd: str) -> None:
+    """Refuse, before any work, an image this engine does not have (simflow never pulls one)."""
+    try:
+        proc = subprocess.run([engine_cmd, "image", "inspect", "--format", "{{.Id}}", image],
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{engine_cmd} did not answer within 60 s; is its engine running?") from None
+    if proc.returncode == 0:
+        return
+    said = (proc.stderr or proc.stdout).strip().splitlines()
+    last = said[-1] if said else f"exit code {proc.returncode}"
+    if not any(words in last.lower() for words in ("no such image", "image not known", "not found")):
+        raise UserError(f"the {engine_cmd} engine did not answer ({last}); start it, or run natively")
+    raise UserError(f"no image {image!r} in the local {engine_cmd} engine (simflow never pulls one); "
+                    + IMAGE_HELP.format(image=image))
+
+
+def host_cache() -> Path:
+    """The host folder mounted as the container's compile cache."""
+    folder = cache_dir() / "container"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Path, uid: int | None = None,
+                gid: int | None = None) -> list[str]:
+    """The exact `docker run` (or `podman run`) that executes a prepared run folder."""
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+    return [
+        engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name,
+        "--user", f"{uid}:{gid}",  # files in the run folder and the cache stay the caller's
+        "--network", "none",
+        "--volume", f"{folder.resolve()}:{RUN_DIR}",
+        "--volume", f"{cache.resolve()}:{CACHE_DIR}",
+        "--workdir", RUN_DIR,
+        "--env", "HOME=/tmp", "--env", f"SIMFLOW_CACHE={CACHE_DIR}",
+        image, "simflow", "sim-exec", RUN_DIR,
+    ]
+
+
+def stop(engine_cmd: str, name: str) -> None:
+    """Stop the container (SIGTERM, SIGKILL after a grace) and make sure it is gone."""
+    subprocess.run([engine_cmd, "stop", "--time", str(STOP_GRACE_S), name], capture_output=True,
+                   timeout=STOP_GRACE_S + 60)
+    subprocess.run([engine_cmd, "rm", "--force", name], capture_output=True, timeout=60)
+
+
+def run(cmd: list[str], name: str, log: Path, timeout_s: float) -> int | None:
+    """Run the container, its output into `log`; the exit code, or None when it ran past `timeout_s`.
+    Ctrl-C or SIGTERM (as KeyboardInterrupt) stops the container before it is raised again."""
+    engine_cmd = cmd[0]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)  # the engine's client does not see the terminal's Ctrl-C
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stop(engine_cmd, name)
+            proc.wait()
+            return None
+        except KeyboardInterrupt:
+            stop(engine_cmd, name)
+            proc.wait()
+            raise

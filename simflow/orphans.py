@@ -1,0 +1,72 @@
+"""Child processes that do not outlive simflow.
+
+A simulator runs in its own process group under coreutils' `timeout`, which kills the group by
+itself when the time is up, whatever happened to simflow; Linux sends that watchdog SIGTERM when
+the simflow thread that started it dies (PR_SET_PDEATHSIG), and sweep workers get the same
+request towards the sweep. So a `kill -9` of simflow or of a sweep leaves no simulator running.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import threading
+
+_PR_SET_PDEATHSIG = 1
+
+
+def watchdog(cmd: list[str], timeout_s: float) -> list[str]:
+    """`cmd` under coreutils' timeout: its process group gets SIGTERM after `timeout_s`, SIGKILL 10 s later."""
+    if shutil.which("timeout") is None:
+        return cmd
+    return ["timeout", "--kill-after", "10", f"{timeout_s:g}", *cmd]
+
+
+def _libc():
+    if platform.system() != "Linux":
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def die_with_parent_hook():
+    """A preexec_fn for Popen: the child gets SIGTERM when the thread that started it dies. None where
+    Linux cannot be asked, or off the main thread (a worker thread may end while its child lives on)."""
+    libc = _libc()
+    if libc is None or threading.current_thread() is not threading.main_thread():
+        return None
+
+    def ask() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    return ask
+
+
+def die_with_parent() -> None:
+    """This process gets SIGTERM when its parent dies (an initializer for sweep worker processes)."""
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() == 1:  # the parent died before the request was made
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group led by `proc` (a simulator's cuobjdump and ptxas too), SIGKILL if it lingers."""
+    for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()

@@ -1,0 +1,168 @@
+"""The simflow image, built from docker/Dockerfile and used for real (marked `docker`).
+
+The image is built once per session from this checkout (the engine's layer cache makes an
+unchanged rebuild take seconds). Where no registry is reachable, the debian:bookworm-slim base
+must exist locally (README: 'Docker without a registry'); SIMFLOW_TEST_GPGPUSIM_REPO and
+SIMFLOW_TEST_GPGPUSIM_COMMIT pass the simulator's repository and commit to the build (e.g. a
+git daemon on loopback), SIMFLOW_TEST_IMAGE names the tag.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hardware import ENGINE, NEEDS
+from test_cli import simflow
+
+from simflow.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+IMAGE = os.environ.get("SIMFLOW_TEST_IMAGE", "simflow-gpgpusim:test")
+TIMING = ("sim_wall_s", "job_wall_s", "gpgpu_simulation_time", "gpgpu_simulation_rate_insn",
+          "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown")  # wall-clock figures
+
+pytestmark = pytest.mark.docker
+
+
+def engine(*args, timeout=120):
+    return subprocess.run([ENGINE, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def image():
+    if engine("image", "inspect", "debian:bookworm-slim").returncode != 0:
+        pytest.skip("no debian:bookworm-slim base image in the engine and simflow's tests pull nothing; "
+                    "make it as README 'Docker without a registry' says")
+    cmd = [ENGINE, "build", "--network", "host", "-f", str(ROOT / "docker" / "Dockerfile"), "-t", IMAGE]
+    for var, arg in (("SIMFLOW_TEST_GPGPUSIM_REPO", "GPGPUSIM_REPO"),
+                     ("SIMFLOW_TEST_GPGPUSIM_COMMIT", "GPGPUSIM_COMMIT")):
+        if os.environ.get(var):
+            cmd += ["--build-arg", f"{arg}={os.environ[var]}"]
+    proc = subprocess.run([*cmd, str(ROOT)], capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return IMAGE
+
+
+def sim_json(tmp_path, *args, env=None):
+    proc = simflow("sim", *args, "--json", "--results", str(tmp_path), env={"SIMFLOW_ENGINE": ENGINE, **(env or {})})
+    assert proc.stdout, proc.stderr
+    return proc, json.loads(proc.stdout)
+
+
+def same_build(a: str, b: str) -> bool:
+    """Build strings name the commit abbreviated to a length that depends on the clone (a shallow one
+    gives 7 digits): gpgpu-sim_git-commit-667834cf_modified_0.0 and ...-667834c_modified_0.0 are one."""
+    pattern = re.compile(r"git-commit-([0-9a-f]+)")
+    ca, cb = pattern.search(a), pattern.search(b)
+    if not (ca and cb):
+        return a == b
+    short = min(len(ca[1]), len(cb[1]))
+    return ca[1][:short] == cb[1][:short] and pattern.sub("", a) == pattern.sub("", b)
+
+
+def no_container_left(run_id: str) -> bool:
+    return engine("ps", "--all", "--quiet", "--filter", f"name=simflow-{run_id}").stdout.strip() == ""
+
+
+def test_the_image_answers_doctor(image):
+    proc = engine("run", "--rm", "--pull", "never", "--network", "none", image, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "[ok] GPGPU-Sim: GPGPU-Sim at /opt/gpgpu-sim, CUDA 11.8 (/opt/cuda-11.8/bin/nvcc)" in proc.stdout
+    assert "[ok] CUDA 11.x (for GPGPU-Sim)" in proc.stdout
+
+
+def test_global_and_shared_pass_in_the_container_and_reuse_the_compile_cache(image, tmp_path):
+    for variant in ("global", "shared"):
+        proc, out = sim_json(tmp_path, variant, "--problem", "batch3x3", "--docker", image)
+        assert proc.returncode == 0 and out["status"] == "passed", proc.stderr + json.dumps(out)[-2000:]
+        assert out["environment"]["docker_image"] == image and out["metrics"]["gpu_tot_issued_cta"] == 16
+        assert no_container_left(out["run_id"])
+    first = json.loads((Path(out["artifacts"]["run_dir"]) / "execution.json").read_text())
+    proc, again = sim_json(tmp_path, "shared", "--problem", "batch3x3", "--docker", image)
+    second = json.loads((Path(again["artifacts"]["run_dir"]) / "execution.json").read_text())
+    assert again["status"] == "passed"
+    assert first["build_s"] > 0.5 > second["build_s"], (first["build_s"], second["build_s"])  # the host cache
+
+
+@pytest.mark.skipif(not NEEDS["gpgpusim"][0], reason=f"no native simulator to compare with: {NEEDS['gpgpusim'][1]}")
+def test_container_stats_equal_a_native_build_of_the_same_commit(image, tmp_path):
+    for variant in ("global", "shared"):
+        _, native = sim_json(tmp_path, variant, "--problem", "batch3x3")
+        _, boxed = sim_json(tmp_path, variant, "--problem", "batch3x3", "--docker", image)
+        if not same_build(native["environment"]["simulator_build"], boxed["environment"]["simulator_build"]):
+            pytest.skip(f"different simulator builds: native {native['environment']['simulator_build']}, "
+                        f"image {boxed['environment']['simulator_build']}")
+        assert native["status"] == boxed["status"] == "passed"
+        stats = {k: v for k, v in native["metrics"].items() if k not in TIMING}
+        assert stats == {k: v for k, v in boxed["metrics"].items() if k not in TIMING}
+        assert native["environment"]["config_hash"] == boxed["environment"]["config_hash"]
+
+
+def test_a_sweep_in_the_container_with_two_workers(image, tmp_path):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'name = "boxed"\nbackends = ["gpgpusim"]\nconfigs = ["SM7_QV100_small"]\n'
+                     f'problems = ["batch3x3"]\ndocker = "{image}"\n'
+                     '[[variants]]\nname = "global"\ntile = [8, 16]\n[[variants]]\nname = "shared"\ntile = [8, 16]\n')
+    proc = simflow("sweep", str(sweep), "-j", "2", "--json", "--results", str(tmp_path),
+                   env={"SIMFLOW_ENGINE": ENGINE})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert len(report["run"]) == 4 and not report["failed"] and not report["errors"]
+    with Store(tmp_path) as store:
+        runs = store.runs()
+    assert {r.status for r in runs} == {"passed"} and {r.runner for r in runs} == {f"docker:{image}"}
+
+
+def test_a_missing_image_is_a_clear_error_and_nothing_is_pulled(tmp_path):
+    before = engine("images", "--quiet").stdout
+    proc = simflow("sim", "global", "--docker", "simflow-no-such-image:1", "--results", str(tmp_path),
+                   env={"SIMFLOW_ENGINE": ENGINE})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "no image 'simflow-no-such-image:1'" in proc.stderr and "never pulls" in proc.stderr
+    assert engine("images", "--quiet").stdout == before
+    assert not (tmp_path / "runs").exists()
+
+
+def _started_container(proc: subprocess.Popen, tmp_path: Path) -> str:
+    """The run id of the container that `proc` started, once it runs."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        names = engine("ps", "--format", "{{.Names}}", "--filter", "name=simflow-").stdout.split()
+        folders = {p.name for p in (tmp_path / "runs").glob("*")} if (tmp_path / "runs").is_dir() else set()
+        mine = [n.removeprefix("simflow-") for n in names if n.removeprefix("simflow-") in folders]
+        if mine:
+            return mine[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    raise AssertionError("no container started in 120 s")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_stop_the_container_and_keep_the_run(image, tmp_path, sig):
+    env = {**os.environ, "SIMFLOW_ENGINE": ENGINE, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "simflow", "sim", "global", "--problem", "fmnist-conv1", "--batch",
+                             "4", "--docker", image, "--results", str(tmp_path)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_id = _started_container(proc, tmp_path)
+    time.sleep(3)  # the simulator is running by now
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"run {run_id} is kept as 'interrupted'" in err
+    assert no_container_left(run_id)
+    with Store(tmp_path) as store:
+        (run,) = store.runs()
+    assert run.status == "interrupted" and run.id == run_id
+
+
+def test_a_timeout_stops_the_container(image, tmp_path):
+    proc, out = sim_json(tmp_path, "global", "--problem", "fmnist-conv1", "--batch", "4", "--docker", image,
+                         "--timeout", "5")
+    assert proc.returncode == 2 and out["status"] == "timed_out"
+    assert no_container_left(out["run_id"])
