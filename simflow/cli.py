@@ -317,15 +317,27 @@ def cmd_diff(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare, regressions, render
+    from .compare import comparison, render
     from .store import select
 
     with _store(args) as store:
         runs = select(store.runs(), args.filters)
-    by = args.by.split(",")
-    frame, base = compare(runs, by, args.metrics.split(",") if args.metrics else None, args.baseline)
-    _emit(render(frame, args.format, f"by {args.by}, baseline {base}"), args.output)
-    worse = regressions(frame, args.threshold / 100)
+    result = comparison(runs, args.by.split(","), args.metrics.split(",") if args.metrics else None, args.baseline,
+                        all_statuses=args.all_statuses, force=args.force)
+    def title(t) -> str:
+        missing = "" if t.baseline_found else f" ({args.baseline} is not in this table)"
+        return f"{t.title}: by {args.by}, baseline {t.baseline}{missing}"
+
+    if args.format == "json":
+        tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
+        text = json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
+                          {"tables": tables, "left_out": result.left_out}, indent=2) + "\n"
+    else:
+        text = "\n".join(render(t.frame, args.format, title(t)) for t in result.tables)
+    _emit(text, args.output)
+    if result.left_out:
+        print(result.left_out, file=sys.stderr)
+    worse = result.regressions(args.threshold / 100)
     if args.fail_on_regression and worse:
         print(f"simflow: {len(worse)} group(s) slower than the baseline: " + "; ".join(worse), file=sys.stderr)
         return 4
@@ -565,6 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
     p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
     p.add_argument("--threshold", type=float, default=2.0, help="%% slower than the baseline that counts")
+    p.add_argument("--all-statuses", action="store_true", help="also runs that did not pass (default: passed only)")
+    p.add_argument("--force", action="store_true", help="one table even across backends, configs and problems")
     _format_args(p)
     p.set_defaults(func=cmd_compare)
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections import Counter
+from dataclasses import dataclass
 
 from .errors import UserError
 from .metrics import DEFAULT_METRICS, SPEED_METRIC, better
-from .store import StoredRun
+from .store import StoredRun, matches, parse_selector, shape_key
 
 FORMATS = ("table", "markdown", "csv", "json", "html")
 DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
@@ -63,6 +65,8 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
 
     if {a.backend, b.backend} == SIM_VS_HARDWARE:
         return _diff_sim_hardware(a, b, metrics)
+    status = _diff_row("status", "", math.nan, math.nan, "passed", _status_mark(a.status, b.status))
+    status.update(A=a.status, B=b.status)
     if metrics:
         names = metrics
         missing = [m for m in names if m not in a.metrics and m not in b.metrics]
@@ -71,12 +75,21 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
             raise UserError(f"no metric {', '.join(missing)} in either run; they have: {', '.join(have)}")
     else:
         names = [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] not in NOT_COMPARED]
-    rows = []
+    rows = [status]
     for name in names:
         va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
         rows.append(_diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
                               mark(name, va, vb, threshold)))
     return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+
+
+def _status_mark(a: str, b: str) -> str:
+    """A run that stopped passing is a regression; one that started passing is fixed."""
+    if a == b:
+        return "same"
+    if a == "passed":
+        return "worse"
+    return "better" if b == "passed" else "changed"
 
 
 DIFF_COLUMNS = ["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"]
@@ -172,33 +185,114 @@ def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
     return pd.DataFrame(rows), pd.DataFrame(points)
 
 
-def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None):
-    """One row per group (the newest run of each), the chosen metrics, and each metric over the baseline's.
+# Keys a group label can use besides a variant's parameters.
+GROUP_KEYS = ("variant", "backend", "config", "problem", "batch", "runner", "status", "seed")
 
-    Returns (frame, baseline label)."""
-    import pandas as pd
 
+@dataclass
+class Table:
+    """One comparison table: runs of one backend, config and problem unless `by` or --force says otherwise."""
+
+    title: str
+    frame: object  # pandas DataFrame: group, run, status, metrics, each over the baseline, speedup
+    baseline: str
+    identity: dict[str, str]  # group label -> variant + every parameter + problem shape (pairs tables)
+    backend: str
+    baseline_found: bool = True  # False: the asked-for baseline is not in this table, its first group serves
+
+
+@dataclass
+class Comparison:
+    tables: list[Table]
+    left_out: str  # one line: what was not shown, and why ('' when nothing)
+
+    def regressions(self, threshold: float) -> list[str]:
+        return [f"{t.title}: {r}" if len(self.tables) > 1 else r for t in self.tables
+                for r in regressions(t.frame, threshold)]
+
+
+def _identity(run: StoredRun) -> str:
+    return json.dumps([run.variant, run.params, json.loads(shape_key(run.problem))], sort_keys=True, default=str)
+
+
+def _check_names(runs: list[StoredRun], by: list[str], metrics: list[str] | None) -> None:
+    params = sorted({k for r in runs for k in r.params})
+    unknown = [k for k in by if k not in GROUP_KEYS and k not in params]
+    if unknown:
+        raise UserError(f"unknown --by key {', '.join(unknown)}; valid keys: {', '.join([*GROUP_KEYS, *params])}")
+    if metrics:
+        have = sorted({m for r in runs for m in r.metrics})
+        missing = [m for m in metrics if m not in have]
+        if missing:
+            raise UserError(f"no metric {', '.join(missing)} in the selected runs; they have: {', '.join(have)}")
+
+
+def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None,
+               *, all_statuses: bool = False, force: bool = False) -> Comparison:
+    """Like with like: passed runs only (unless all_statuses); one table per backend (mixing them needs
+    force), per simulator config (unless `by` has config) and per problem (unless `by` has problem or
+    batch); in a table, one row per group, the group told apart on every parameter that varies (the
+    newest run of each), and each metric over the baseline's. A table without the baseline group is
+    compared with its first group (its title says so); a baseline in no table is an error."""
     if not runs:
         raise UserError("no stored run matches; 'simflow runs' lists what is stored")
+    _check_names(runs, by, metrics)
+    left: list[str] = []
+    shown = runs if all_statuses else [r for r in runs if r.status == "passed"]
+    if len(shown) < len(runs):
+        counts = Counter(r.status for r in runs if r.status != "passed")
+        left.append(f"{len(runs) - len(shown)} run(s) that did not pass ("
+                    + ", ".join(f"{n} {status}" for status, n in counts.most_common()) + "; --all-statuses shows them)")
+    if not shown:
+        raise UserError("no passed run matches: " + "; ".join(left))
+
+    def split_key(run: StoredRun) -> tuple:
+        return (("" if force else run.backend), ("" if force or "config" in by else run.config_key),
+                ("" if force or {"problem", "batch"} & set(by) else shape_key(run.problem)))
+
+    splits: dict[tuple, list[StoredRun]] = {}
+    for run in shown:
+        splits.setdefault(split_key(run), []).append(run)
+    tables, older = [], 0
+    for part in splits.values():
+        table, dropped = _table(part, by, metrics, baseline)
+        tables.append(table)
+        older += dropped
+    if baseline is not None and not any(t.baseline_found for t in tables):
+        labels = [label for t in tables for label in t.identity]
+        raise UserError(f"baseline {baseline!r} is not one of the groups: {'; '.join(labels)}")
+    if older:
+        left.append(f"{older} older run(s) of groups shown with their newest run")
+    return Comparison(tables, "left out: " + "; ".join(left) if left else "")
+
+
+def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, baseline: str | None):
+    import pandas as pd
+
+    def varies(key: str) -> bool:  # a parameter varies when one variant's runs differ in it
+        if key in GROUP_KEYS:
+            return len({r.value(key) for r in runs}) > 1
+        return any(len({r.value(key) for r in runs if r.variant == v and key in r.params}) > 1
+                   for v in {r.variant for r in runs})
+
+    candidates = ["variant", *sorted({k for r in runs for k in r.params}), "problem", "batch", "backend", "config"]
+    keys = list(by) + [k for k in candidates if k not in by and varies(k)]
     groups: dict[str, StoredRun] = {}
-    for run in runs:  # oldest first: the newest of a group wins
-        groups[run.label(by)] = run
-    backends = {r.backend for r in groups.values()}
-    if not metrics:
-        metrics = [m for b in sorted(backends) for m in DEFAULT_METRICS.get(b, [])]
-        metrics = [m for m in metrics if any(m in r.metrics for r in groups.values())]
+    for run in sorted(runs, key=lambda r: r.created):  # the newest of a group wins
+        groups[run.label(keys)] = run
+    backends = sorted({r.backend for r in groups.values()})
+    names = metrics or [m for b in backends for m in DEFAULT_METRICS.get(b, [])
+                        if any(m in r.metrics for r in groups.values())]
     labels = list(groups)
-    base = baseline if baseline is not None else labels[0]
-    if base not in groups:
-        candidates = [label for label in labels if base in label.split(",") or label.endswith(f"={base}")]
-        if len(candidates) != 1:
-            raise UserError(f"baseline {base!r} is not one of the groups: {'; '.join(labels)}")
-        base = candidates[0]
+    try:
+        base, found = _baseline(groups, baseline), True
+    except _NoBaseline:
+        base, found = labels[0], False
     ref = groups[base]
     rows = []
     for label, run in groups.items():
         row = {"group": label, "run": run.id, "status": run.status}
-        for m in metrics:
+        for m in names:
             value, ref_value = _num(run.metrics.get(m)), _num(ref.metrics.get(m))
             row[m] = value
             row[f"{m} /base"] = value / ref_value if ref_value and not math.isnan(ref_value) else math.nan
@@ -206,13 +300,57 @@ def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = No
         if speed and speed in run.metrics and speed in ref.metrics and run.metrics[speed]:
             row["speedup"] = ref.metrics[speed] / run.metrics[speed]
         rows.append(row)
-    return pd.DataFrame(rows), base
+    first = next(iter(groups.values()))
+    where = [backends[0] if len(backends) == 1 else "mixed backends"]
+    if "problem" not in keys and "batch" not in keys:
+        where.append(f"on {first.problem.describe()}")
+    if first.config and "config" not in keys:
+        where.append(f"config {first.config}")
+    title = " ".join(where[:2]) + (f", {where[2]}" if len(where) > 2 else "")
+    return Table(title, pd.DataFrame(rows), base, {k: _identity(r) for k, r in groups.items()},
+                 backends[0] if len(backends) == 1 else "", found or baseline is None), len(runs) - len(groups)
+
+
+class _NoBaseline(UserError):
+    pass
+
+
+def _baseline(groups: dict[str, StoredRun], baseline: str | None) -> str:
+    """The group named by `baseline`: a whole label, a selector its run matches (tile=16,variant=global),
+    or a VALUE one of its label's parts has. Several matches are an error; none raises _NoBaseline."""
+    labels = list(groups)
+    if baseline is None:
+        return labels[0]
+    if baseline in groups:
+        return baseline
+    if "=" in baseline:
+        selector = parse_selector(baseline)
+        found = [label for label, run in groups.items() if matches(run, selector)]
+    else:
+        found = [label for label in labels if any(part.split("=", 1)[-1] == baseline for part in label.split(","))]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UserError(f"baseline {baseline!r} matches several groups: {'; '.join(found)}; name one "
+                        "(e.g. --baseline with more KEY=VALUE)")
+    raise _NoBaseline(f"baseline {baseline!r} is not one of the groups: {'; '.join(labels)}")
+
+
+def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None,
+            **options):
+    """The one table of a comparison, as (frame, baseline label); several tables are an error."""
+    result = comparison(runs, by, metrics, baseline, **options)
+    if len(result.tables) != 1:
+        raise UserError(f"the runs make {len(result.tables)} tables: " + "; ".join(t.title for t in result.tables))
+    return result.tables[0].frame, result.tables[0].baseline
 
 
 def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
-    """Rows of a diff marked worse, or groups of a compare slower than the baseline."""
+    """Rows of a diff marked worse (a status that stopped passing first), or groups of a compare slower
+    than the baseline."""
     if "mark" in frame:
-        return [f"{r.metric}: {r.A:g} -> {r.B:g}" for r in frame.itertuples() if r.mark == "worse"]
+        return [f"{r.metric}: {r.A:g} -> {r.B:g}" if isinstance(r.A, float) else f"{r.metric}: {r.A} -> {r.B}"
+                for r in frame.itertuples() if r.mark == "worse"]
     if "speedup" in frame:
         return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
                 if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]

@@ -14,6 +14,7 @@ import gzip
 import io
 import math
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,19 @@ class Stat:
     meaning: str
     better: str = ""  # "lower", "higher" or "" (neither)
     printed_as: tuple[str, ...] = ()  # other names forks print for the same stat
+    fork_kind: str = ""  # the kind on the accel-sim fork, where it differs
+
+    def kind_on(self, flavour: str) -> str:
+        return self.fork_kind if flavour == FORK and self.fork_kind else self.kind
 
 
 _C, _K, _P = "cumulative", "per_kernel", "process"
+# The two simulator families simflow reads. The fork prints gpgpu_n_l1cache_bkconflict where upstream
+# prints gpgpu_n_cache_bkconflict, and resets Total_core_cache_stats_breakdown for each kernel where
+# upstream accumulates it (measured: the fork's second block of global-then-shared holds shared's own
+# 1192/196/492/2160/512, upstream's holds the sums 7215/392/984/9136/1024).
+FORK, UPSTREAM = "accel-sim fork", "upstream"
+FORK_MARKER = "gpgpu_n_l1cache_bkconflict"
 
 CATALOGUE: tuple[Stat, ...] = (
     Stat("gpu_sim_cycle", _K, "cycles", "cycles this kernel ran", "lower"),
@@ -60,12 +71,16 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("L1C_total_cache_misses", _C, "", "constant cache misses", "lower"),
     Stat("L1T_total_cache_accesses", _C, "", "texture cache accesses", ""),
     Stat("L1T_total_cache_misses", _C, "", "texture cache misses", "lower"),
-    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT]", _C, "", "global loads that hit in L1D", "higher"),
-    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", _C, "", "global loads that missed L1D", "lower"),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][HIT]", _C, "", "global loads that hit in L1D", "higher",
+         fork_kind=_K),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", _C, "", "global loads that missed L1D", "lower",
+         fork_kind=_K),
     Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][SECTOR_MISS]", _C, "", "global loads: sector misses",
-         "lower"),
-    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", _C, "", "global load accesses to L1D", ""),
-    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]", _C, "", "global store accesses to L1D", ""),
+         "lower", fork_kind=_K),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", _C, "", "global load accesses to L1D", "",
+         fork_kind=_K),
+    Stat("Total_core_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]", _C, "", "global store accesses to L1D", "",
+         fork_kind=_K),
     Stat("gpgpu_n_tot_thrd_icount", _C, "thread insn", "thread instructions issued", "lower"),
     Stat("gpgpu_n_tot_w_icount", _C, "warp insn", "warp instructions issued", "lower"),
     Stat("gpgpu_n_stall_shd_mem", _C, "", "pipeline stalls on shared/global memory", "lower"),
@@ -139,11 +154,18 @@ LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
 
 
 def _value(text: str) -> float:
-    """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float (NaN for -nan)."""
+    """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float. NaN for -nan, and for what is
+    no finite number (inf, 1e999): those are missing values (see _note_value)."""
     match = _NUMBER.search(text)
     if not match:
         return math.nan
-    return float(match[0])
+    value = float(match[0])
+    return value if math.isfinite(value) else math.nan
+
+
+def _out_of_range(text: str) -> bool:
+    match = _NUMBER.search(text)
+    return bool(match) and "nan" not in match[0].lower() and not math.isfinite(float(match[0]))
 
 
 @dataclass
@@ -160,14 +182,16 @@ class KernelRecord:
 class SimLog:
     """Everything one simulator process printed, reduced to facts and per-kernel records."""
 
-    status: str = "empty"  # complete, stopped_at_limit, incomplete, aborted, not_simulated, empty
+    status: str = "empty"  # complete, stopped_at_limit, incomplete, aborted, not_simulated, mixed, empty
     reason: str = ""
     simulator_version: str = ""
     build: str = ""
+    flavour: str = ""  # FORK or UPSTREAM, from what the log prints; "" before any stats block
     exit_detected: bool = False
     stopped_at_limit: bool = False
     kernels: list[KernelRecord] = field(default_factory=list)
     program_lines: list[str] = field(default_factory=list)  # lines the simulated program printed (simflow:)
+    notes: list[str] = field(default_factory=list)  # what was read as missing, and why
     lines: int = 0
 
     @property
@@ -184,8 +208,8 @@ class SimLog:
 
     def run_facts(self) -> dict:
         facts = {"status": self.status, "reason": self.reason, "simulator_version": self.simulator_version,
-                 "build": self.build, "exit_detected": self.exit_detected,
-                 "stopped_at_limit": self.stopped_at_limit, "kernels": len(self.kernels)}
+                 "build": self.build, "flavour": self.flavour, "exit_detected": self.exit_detected,
+                 "stopped_at_limit": self.stopped_at_limit, "kernels": len(self.kernels), "notes": self.notes}
         if self.kernels:
             last = self.kernels[-1].printed
             for name in ("gpgpu_simulation_time", "gpgpu_simulation_rate_insn", "gpgpu_simulation_rate_cycle",
@@ -203,9 +227,39 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, errors="replace")
 
 
+class _Damage:
+    """Where a file could not be read on, and why (set by _readable_lines)."""
+
+    error: str = ""
+
+
+def _readable_lines(handle, damage: _Damage) -> Iterator[str]:
+    """The lines of `handle` until it ends or cannot be read on (a cut or corrupted gzip stream,
+    garbage after it, an I/O error): what came before is kept, the error is noted."""
+    while True:
+        try:
+            line = handle.readline()
+        except (EOFError, OSError, zlib.error, ValueError) as exc:
+            damage.error = f"{type(exc).__name__}: {exc}"
+            return
+        if not line:
+            return
+        yield line
+
+
 def parse_file(path: str | Path) -> SimLog:
+    """Parse a log, plain or gzip; never raises on what the file holds (only on a missing file)."""
+    damage = _Damage()
     with _open_text(Path(path)) as handle:
-        return parse_lines(handle)
+        log = parse_lines(_readable_lines(handle, damage))
+    if damage.error:
+        where = f"in kernel {log.kernels[-1].kernel}" if log.kernels else "before any kernel finished"
+        if log.kernels:
+            log.kernels[-1].complete = False
+        log.status = "incomplete"
+        log.reason = (f"the file is damaged after line {log.lines} ({damage.error}); kept what came before "
+                      f"({len([k for k in log.kernels if k.complete])} complete kernel(s)), cut {where}")
+    return log
 
 
 def parse_text(text: str) -> SimLog:
@@ -222,6 +276,7 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
     newer_cudart = None
     saw_any = False
     last_pushed, pushed_since_block = "", False
+    banners: list[int] = []  # lines where another simulator process's banner stands
     for raw in lines:
         log.lines += 1
         line = raw.strip()
@@ -239,12 +294,21 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 continue
             name = _PRINTED.get(key)
             if name is not None:
+                if key == FORK_MARKER:
+                    log.flavour = FORK
+                elif not log.flavour and key == "gpgpu_n_cache_bkconflict":
+                    log.flavour = UPSTREAM
                 current.printed[name] = _value(rest)
+                if _out_of_range(rest):
+                    log.notes.append(f"line {log.lines}: {key} = {rest.strip()[:40]} is out of range; read as missing")
                 continue
             if key == "kernel_launch_uid":
                 uid = _value(rest)  # empty in the block printed again when a limit stops the run
-                if not math.isnan(uid):
+                if not math.isnan(uid) and 0 <= uid < 2**63:
                     current.launch_uid = int(uid)
+                elif rest.strip():
+                    log.notes.append(f"line {log.lines}: kernel_launch_uid = {rest.strip()[:40]} is no launch "
+                                     "number; kept the launch's position")
                 continue
             if key != "kernel_name" and "ssert" not in line:
                 continue  # the bulk of a block: per-core, per-bank and DRAM lines simflow does not keep
@@ -274,25 +338,50 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             elif match := _CTA.search(line):
                 pending["cta_per_core"] = int(match[1])
                 pending["cta_limited_by"] = match[2].strip()
-        elif not log.build and "Simulator Version" in line and (match := _BANNER.search(line)):
-            log.simulator_version, log.build = match[1], match[2]
+        elif "Simulator Version" in line and (match := _BANNER.search(line)):
+            if log.build:  # a second process's output: its counters start again from 0
+                banners.append(log.lines)
+            else:
+                log.simulator_version, log.build = match[1], match[2]
         elif line.startswith("simflow:"):
             log.program_lines.append(line)
         if _may_fail(line) and _FAILURE_HINTS.search(line):
             failures.append(line)
         elif newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):
             newer_cudart = match[1]
-    _finish(log, failures, newer_cudart, saw_any)
+    _finish(log, failures, newer_cudart, saw_any, banners)
     return log
 
 
-def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any: bool) -> None:
-    """Difference cumulative counters, mark complete kernels, decide the run's status."""
-    previous: dict[str, float] = {}
+# Counters every build accumulates over the process: one going down means another process's output.
+_PROCESS_TOTALS = ("gpu_tot_sim_cycle", "gpu_tot_sim_insn", "gpu_tot_issued_cta")
+
+
+def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any: bool,
+            banners: list[int] = ()) -> None:
+    """Difference cumulative counters, mark complete kernels, decide the run's status.
+
+    A counter is never differenced into a negative count. Output of several processes in one file
+    (appended logs, interleaved lines: a second banner, or a process total going down) is refused
+    with status 'mixed': each kernel keeps its per-kernel stats, no differenced counters. A cumulative
+    counter that goes down in one process is one this build resets per kernel: kept as printed, noted."""
+    kinds = {name: stat.kind_on(log.flavour) for name, stat in STATS.items()}
+    mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
+    for before, (index, record) in zip(log.kernels, enumerate(log.kernels[1:], 2), strict=False):
+        for name in _PROCESS_TOTALS:
+            if not mixed and record.printed.get(name, math.inf) < before.printed.get(name, -math.inf):
+                mixed = f"{name} goes down at kernel launch {index} ({record.kernel})"
+    for before, (index, record) in zip(log.kernels, enumerate(log.kernels[1:], 2), strict=False):
+        for name, value in record.printed.items():
+            if not mixed and kinds[name] == "cumulative" and value < before.printed.get(name, -math.inf):
+                kinds[name] = "per_kernel"
+                log.notes.append(f"{name} goes down at kernel launch {index}: this build resets it for each "
+                                 "kernel, so it is kept as printed, not differenced")
+    previous = {}
     for record in log.kernels:
         for name, value in record.printed.items():
-            kind = STATS[name].kind
-            if kind == "cumulative":
+            kind = kinds[name]
+            if kind == "cumulative" and not mixed:
                 record.metrics[name] = value - previous.get(name, 0.0)
             elif kind in ("per_kernel", "process"):
                 record.metrics[name] = value
@@ -305,7 +394,13 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
     if log.kernels and not (log.exit_detected and not log.stopped_at_limit):
         log.kernels[-1].complete = False
 
-    if not saw_any:
+    if mixed:
+        log.status = "mixed"
+        log.reason = (f"the file holds the output of more than one simulator process ({mixed}); its cumulative "
+                      "counters are not differenced: give each process's output its own file")
+        for record in log.kernels:
+            record.complete = False
+    elif not saw_any:
         log.status, log.reason = "empty", "the log is empty"
     elif not log.build:
         log.status = "not_simulated"

@@ -10,7 +10,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .compare import compare, render
+from .compare import comparison, render
 from .errors import UserError
 from .metrics import SPEED_METRIC, better
 from .store import StoredRun
@@ -95,41 +95,45 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     html_parts = [f"<h1>simflow report</h1><p>{len(runs)} runs, grouped by {html.escape(','.join(by))}; "
                   f"made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>"]
     md_parts = [f"# simflow report\n\n{len(runs)} runs, grouped by {','.join(by)}.\n"]
-    speedups: dict[str, dict[str, float]] = {}
-    for backend in sorted({r.backend for r in runs}):
-        subset = [r for r in runs if r.backend == backend]
-        for problem in sorted({r.problem.describe() for r in subset}):
-            group_runs = [r for r in subset if r.problem.describe() == problem]
-            try:
-                frame, base = compare(group_runs, by, metrics, baseline)
-            except UserError:
-                frame, base = compare(group_runs, by, metrics, None)  # baseline not in this backend's groups
-            title = f"{backend} on {problem}: baseline {base}"
-            html_parts.append(f"<h2>{html.escape(title)}</h2>")
-            html_parts.append(render(frame, "html", "values, and each over the baseline (/base)"))
-            md_parts.append(f"## {title}\n\n" + render(frame, "markdown"))
-            labels = list(frame["group"])
-            slug = f"{backend}-{len(written)}"
-            plots = []
-            names = [c for c in frame.columns if c not in ("group", "run", "status", "speedup")
-                     and not c.endswith(" /base")][:MAX_METRIC_PLOTS]
-            for name in names:
-                direction = better(name)
-                note = f" ({direction} is better)" if direction else ""
-                unit = next((r.units.get(name, "") for r in group_runs if r.units.get(name)), "")
-                plots.append(_bar(plt, labels, list(frame[name]), f"{name}{note}; baseline in orange", unit or name,
-                                  folder / f"{slug}-{_safe(name)}.png", highlight=base))
-            if "speedup" in frame:
-                speed = SPEED_METRIC[backend]
-                plots.insert(0, _bar(plt, labels, list(frame["speedup"]),
-                                     f"speed-up over the baseline (orange), from {speed}\nhigher is faster",
-                                     f"baseline {speed} / {speed}", folder / f"{slug}-speedup.png", reference=1.0,
-                                     highlight=base))
-                for label, value in zip(labels, frame["speedup"], strict=True):
-                    speedups.setdefault(_without(label, "backend"), {})[backend] = value
-            written += plots
-            html_parts.append('<div class="plots">' + "".join(_img(p) for p in plots) + "</div>")
-            md_parts.append("\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n")
+    result = comparison(runs, by, metrics, baseline)
+    if result.left_out:
+        html_parts.append(f"<p>{html.escape(result.left_out)}</p>")
+        md_parts.append(result.left_out + "\n")
+    speedups: dict[str, dict[str, float]] = {}  # run identity -> backend -> speed-up
+    names_of: dict[str, str] = {}  # run identity -> the group label shown for it
+    for table in result.tables:
+        frame, base, backend = table.frame, table.baseline, table.backend
+        title = f"{table.title}: baseline {base}"
+        html_parts.append(f"<h2>{html.escape(title)}</h2>")
+        html_parts.append(render(frame, "html", "values, and each over the baseline (/base)"))
+        md_parts.append(f"## {title}\n\n" + render(frame, "markdown"))
+        labels = list(frame["group"])
+        slug = f"{backend or 'mixed'}-{len(written)}"
+        plots = []
+        names = [c for c in frame.columns if c not in ("group", "run", "status", "speedup")
+                 and not c.endswith(" /base")][:MAX_METRIC_PLOTS]
+        table_runs = [r for r in runs if r.id in set(frame["run"])]
+        for name in names:
+            direction = better(name)
+            note = f" ({direction} is better)" if direction else ""
+            unit = next((r.units.get(name, "") for r in table_runs if r.units.get(name)), "")
+            plots.append(_bar(plt, labels, list(frame[name]), f"{name}{note}; baseline in orange", unit or name,
+                              folder / f"{slug}-{_safe(name)}.png", highlight=base))
+        if "speedup" in frame and backend:
+            speed = SPEED_METRIC[backend]
+            plots.insert(0, _bar(plt, labels, list(frame["speedup"]),
+                                 f"speed-up over the baseline (orange), from {speed}\nhigher is faster",
+                                 f"baseline {speed} / {speed}", folder / f"{slug}-speedup.png", reference=1.0,
+                                 highlight=base))
+            for label, value in zip(labels, frame["speedup"], strict=True):
+                key = table.identity[label]
+                speedups.setdefault(key, {})[backend] = value
+                names_of.setdefault(key, label)
+        written += plots
+        html_parts.append('<div class="plots">' + "".join(_img(p) for p in plots) + "</div>")
+        md_parts.append("\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n")
+    # The same variant, every parameter and the problem equal, on the GPU and under the simulator.
+    speedups = {names_of[k]: v for k, v in speedups.items()}
     both = {label: v for label, v in speedups.items() if "gpu" in v and "gpgpusim" in v}
     if both:
         labels = list(both)
@@ -160,10 +164,6 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
-
-
-def _without(label: str, key: str) -> str:
-    return ",".join(part for part in label.split(",") if not part.startswith(f"{key}="))
 
 
 SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount",

@@ -331,7 +331,8 @@ def select(runs: list[StoredRun], filters: Iterable[str]) -> list[StoredRun]:
 
 
 def resolve_one(store: Store, text: str) -> StoredRun:
-    """A run id (or a unique prefix) or a selector that must match exactly one run."""
+    """A run id (or a unique prefix), or a selector matching one run or repeats of one run (same variant,
+    parameters, problem, backend and config: the newest passed repeat)."""
     import difflib
 
     runs = store.runs()
@@ -351,6 +352,10 @@ def resolve_one(store: Store, text: str) -> StoredRun:
             hint = "; runs that differ in one key: " + ", ".join(
                 f"{r.id} ({r.label(selector)})" for r in near[-5:]) if near else ""
             raise UserError(f"no run matches {text!r}{hint}")
+    if len(found) > 1 and len({(r.variant, json.dumps(r.params, sort_keys=True, default=str), shape_key(r.problem),
+                                r.backend, r.config_key) for r in found}) == 1:
+        # repeats of one run: the newest that passed (or the newest)
+        return max(found, key=lambda r: (r.status == "passed", r.created))
     if len(found) > 1:
         listing = "\n  ".join(f"{r.id}  {r.variant} {r.label(r.params)} {r.problem.name} {r.backend} {r.status}"
                               for r in found[-10:])

@@ -43,7 +43,8 @@ def test_diff_of_global_and_shared_from_real_logs(stored):
     assert "sim_wall_s" not in frame.index  # bookkeeping is left out unless asked for
     assert regressions(frame.reset_index())
     only = diff(runs["global"], runs["shared"], ["gpu_sim_cycle", "sim_wall_s"])
-    assert list(only["metric"]) == ["gpu_sim_cycle", "sim_wall_s"] and list(only["mark"]) == ["worse", "same"]
+    assert list(only["metric"]) == ["status", "gpu_sim_cycle", "sim_wall_s"]  # the status first, always
+    assert list(only["mark"]) == ["same", "worse", "same"]
     with pytest.raises(UserError, match="no metric nope in either run"):
         diff(runs["global"], runs["shared"], ["nope"])
 
@@ -90,9 +91,10 @@ def test_formats(stored):
     assert md.splitlines()[2].startswith("| metric | unit | A | B |")
     assert "| gpu_sim_cycle | cycles | 6693 | 7277 |" in md
     rows = list(csv.DictReader(io.StringIO(render(frame, "csv"))))
-    assert rows[0]["metric"] == "gpu_sim_cycle" and float(rows[0]["B"]) == 7277
+    assert rows[0]["metric"] == "status" and rows[0]["A"] == rows[0]["B"] == "passed"
+    assert rows[1]["metric"] == "gpu_sim_cycle" and float(rows[1]["B"]) == 7277
     data = json.loads(render(frame, "json", "t"))
-    assert data["title"] == "t" and data["rows"][1]["A"] is None  # NaN -> null
+    assert data["title"] == "t" and data["rows"][2]["A"] is None  # NaN -> null
     page = render(frame, "html", "<A & B>")
     assert "<caption>&lt;A &amp; B&gt;</caption>" in page and '<td class="worse">worse</td>' in page
     assert "gpu_sim_cycle" in render(frame, "table")
@@ -137,3 +139,82 @@ def test_import_stores_run_folders_once(tmp_path):
     assert "stored already" in proc.stdout
     with Store(tmp_path) as store:
         assert store.ids() == [record.run_id]
+
+
+# ---- like with like (the fault table of the trust issue) -------------------------------------------
+
+def _variant_of(record, **changes):
+    import dataclasses
+
+    return dataclasses.replace(record, run_id=record.run_id + "-" + "-".join(f"{k}" for k in changes), **changes)
+
+
+@pytest.fixture
+def mixed_store(tmp_path):
+    """Passed global and shared runs, then a timed-out re-run of shared, a wrong_result global, an
+    SM7_QV100_small run, and GPU runs of global (tile 16 and 32) and shared."""
+    g, sh = sim_record(tmp_path, "global"), sim_record(tmp_path, "shared")
+    late = _variant_of(sh, status="timed_out", reason="the simulator ran past the timeout (1 s)", metrics={})
+    wrong = sim_record(tmp_path, "global", wrong=True)
+    small = _variant_of(sh, environment={**sh.environment, "config": "SM7_QV100_small", "config_key": "small"})
+    with Store(tmp_path) as store:
+        for r in (g, sh, late, wrong, small, gpu_record("g16", "global", 0.020),
+                  gpu_record("g32", "global", 0.030, {"tile": 32}), gpu_record("s16", "shared", 0.016)):
+            store.add(r)
+        yield store, tmp_path
+
+
+def test_compare_uses_passed_runs_one_backend_and_config_per_table(mixed_store):
+    from simflow.compare import comparison
+
+    store, _ = mixed_store
+    with pytest.raises(UserError, match="baseline 'global' matches several groups: variant=global,tile=16; "
+                                        "variant=global,tile=32"):
+        comparison(store.runs(), ["variant"], None, "global")  # two GPU global runs differ in tile
+    result = comparison(store.runs(), ["variant"], None, "variant=global,tile=16")
+    titles = [t.title for t in result.tables]
+    assert len(titles) == 3 and sum("config SM7_QV100_small" in t for t in titles) == 1
+    assert sum(t.startswith("gpu on") for t in titles) == 1
+    assert "2 run(s) that did not pass (1 timed_out, 1 wrong_result; --all-statuses shows them)" in result.left_out
+    sim = next(t for t in result.tables if t.title.endswith("config SM7_QV100"))
+    assert set(sim.frame["status"]) == {"passed"} and sim.frame.loc[1, "speedup"] == pytest.approx(6693 / 7277)
+    gpu = next(t for t in result.tables if t.title.startswith("gpu"))
+    assert list(gpu.frame["group"]) == ["variant=global,tile=16", "variant=global,tile=32", "variant=shared,tile=16"]
+    with pytest.raises(UserError, match="unknown --by key colour; valid keys: variant, backend, config"):
+        comparison(store.runs(), ["colour"])
+    with pytest.raises(UserError, match="no metric cycles in the selected runs; they have: "):
+        comparison(store.runs(), ["variant"], ["cycles"])
+    with pytest.raises(UserError, match="no passed run matches: 1 run"):
+        comparison([r for r in store.runs() if r.status == "timed_out"], ["variant"])
+
+
+def test_readme_examples_work_as_written(mixed_store):
+    store, results = mixed_store
+    env = {"SIMFLOW_RESULTS": str(results)}
+    proc = simflow("compare", "config=SM7_QV100", "--by", "variant,tile", "--baseline", "global", "-f", "markdown",
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "| variant=global,tile=16 |" in proc.stdout and "baseline variant=global,tile=16" in proc.stdout
+    assert "left out: 2 run(s) that did not pass" in proc.stderr
+    proc = simflow("diff", "variant=global,backend=gpgpusim", "variant=shared,backend=gpgpusim,config=SM7_QV100",
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    fresh = results / "fresh"  # the README's own runs: a global and a shared simulation, shared twice
+    with Store(fresh) as two:
+        two.add(sim_record(fresh, "global"))
+        two.add(sim_record(fresh, "shared"))
+        two.add(sim_record(fresh, "shared"))  # a repeat: the newest passed one is used
+    proc = simflow("diff", "variant=global", "variant=shared", env={"SIMFLOW_RESULTS": str(fresh)})
+    assert proc.returncode == 0 and "gpu_sim_cycle" in proc.stdout, proc.stderr
+
+
+def test_diff_marks_a_run_that_stopped_passing_as_worse(tmp_path):
+    good = sim_record(tmp_path, "global")
+    broken = _variant_of(good, status="compile_error", reason="nvcc failed", metrics={})
+    with Store(tmp_path) as store:
+        store.add(good)
+        store.add(broken)
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    proc = simflow("diff", good.run_id, broken.run_id, "--fail-on-regression", env=env)
+    assert proc.returncode == 4 and "status: passed -> compile_error" in proc.stderr
+    assert proc.stdout.splitlines()[2].split()[:3] == ["status", "passed", "compile_error"]

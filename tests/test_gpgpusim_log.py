@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simflow.gpgpusim_log import CATALOGUE, STATS, parse_file, parse_text
@@ -181,3 +182,122 @@ def test_examples_of_simflows_own_kernels():
     assert (g.kernel, s.kernel) == ("conv2d_global", "conv2d_shared")  # extern "C": readable names
     assert g.metrics["gpgpu_n_shmem_insn"] == 0 and s.metrics["gpgpu_n_shmem_insn"] > 0
     assert s.metrics["L1D_total_cache_accesses"] < g.metrics["L1D_total_cache_accesses"]
+
+
+# ---- damaged, mixed and hostile input: the parser never raises --------------------------------------
+
+def _cumulative_never_negative(log) -> bool:
+    return all(value >= 0 for k in log.kernels for name, value in k.metrics.items()
+               if STATS[name].kind == "cumulative" and not math.isnan(value))
+
+
+def test_both_builds_give_the_second_kernel_its_own_breakdown():
+    """The fork resets Total_core_cache_stats_breakdown per kernel, upstream accumulates it: both
+    must give shared's own numbers, never the fork's old negative difference (1192 - 6024)."""
+    fork, upstream = parse_file(FORK), parse_file(TWO)
+    assert (fork.flavour, upstream.flavour) == ("accel-sim fork", "upstream")
+    for name in ("[GLOBAL_ACC_R][HIT]", "[GLOBAL_ACC_R][TOTAL_ACCESS]", "[GLOBAL_ACC_W][TOTAL_ACCESS]"):
+        key = f"Total_core_cache_stats_breakdown{name}"
+        assert fork.kernels[1].metrics[key] == upstream.kernels[1].metrics[key] > 0
+    assert _cumulative_never_negative(fork) and _cumulative_never_negative(upstream)
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.6, 0.95])
+def test_a_truncated_gzip_keeps_what_came_before(tmp_path, cut):
+    data = TWO.read_bytes()
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: int(len(data) * cut)])
+    log = parse_file(path)
+    assert log.status == "incomplete" and "the file is damaged after line" in log.reason
+    assert all(k.complete for k in log.kernels[:-1]) and not (log.kernels and log.kernels[-1].complete)
+    if cut == 0.95:  # the first kernel's block came through whole
+        assert log.kernels[0].metrics["gpu_sim_cycle"] == 6627
+
+
+def test_gzip_header_then_garbage_and_appended_garbage(tmp_path):
+    path = tmp_path / "junk.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4)
+    log = parse_file(path)
+    assert log.status in ("incomplete", "empty") and "damaged" in log.reason or log.status == "empty"
+    whole = tmp_path / "whole-then-junk.gz"
+    whole.write_bytes(TWO.read_bytes() + b"\x1f\x8bgarbage")
+    log = parse_file(whole)
+    assert log.status == "incomplete" and len(log.kernels) == 2 and log.kernels[0].complete
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_two_processes_appended_are_refused_not_differenced(tmp_path, gz):
+    body = text(GLOBAL_ONLY) + text(SHARED_ONLY)
+    path = tmp_path / ("two.log.gz" if gz else "two.log")
+    if gz:
+        with gzip.open(path, "wt") as handle:
+            handle.write(body)
+    else:
+        path.write_text(body)
+    log = parse_file(path)
+    assert log.status == "mixed" and "more than one simulator process" in log.reason
+    assert _cumulative_never_negative(log) and "L1D_total_cache_accesses" not in log.kernels[1].metrics
+    assert log.kernels[1].metrics["gpu_sim_cycle"] > 0  # its per-kernel stats are kept
+
+
+def test_interleaved_lines_of_two_runs_are_refused():
+    a, b = text(GLOBAL_ONLY).splitlines(), text(SHARED_ONLY).splitlines()
+    mixed = [line for pair in zip(a, b, strict=False) for line in pair]
+    log = parse_text("\n".join(mixed))
+    assert log.status == "mixed" and _cumulative_never_negative(log)
+
+
+def test_out_of_range_numbers_are_missing_with_a_note():
+    body = text(GLOBAL_ONLY).replace("kernel_launch_uid = 1", "kernel_launch_uid = inf", 1)
+    body = body.replace("gpu_sim_insn = 319488", "gpu_sim_insn = 1e999", 1)
+    log = parse_text(body)
+    assert log.status == "complete" and log.kernels[0].launch_uid == 1
+    assert math.isnan(log.kernels[0].metrics["gpu_sim_insn"])
+    assert any("kernel_launch_uid" in n for n in log.notes) and any("gpu_sim_insn" in n for n in log.notes)
+
+
+def _mutations(rng, sources: list[bytes]):
+    """Seeded damage of the shipped logs: truncations, bit flips, splices, as gzip or plain bytes."""
+    for _ in range(300):
+        src = sources[int(rng.integers(len(sources)))]
+        plain = gzip.decompress(src)
+        kind = rng.choice(["cut-gz", "flip-gz", "cut-text", "flip-text", "splice", "garbage-gz"])
+        if kind == "cut-gz":
+            yield kind, src[: int(rng.integers(len(src)))]
+        elif kind == "flip-gz":
+            data = bytearray(src)
+            for _ in range(int(rng.integers(1, 6))):
+                data[int(rng.integers(len(data)))] ^= 1 << int(rng.integers(8))
+            yield kind, bytes(data)
+        elif kind == "cut-text":
+            yield kind, plain[: int(rng.integers(len(plain)))]
+        elif kind == "flip-text":
+            data = bytearray(plain)
+            for _ in range(int(rng.integers(1, 50))):
+                data[int(rng.integers(len(data)))] = int(rng.integers(256))
+            yield kind, bytes(data)
+        elif kind == "splice":
+            other = gzip.decompress(sources[int(rng.integers(len(sources)))])
+            yield kind, plain[: int(rng.integers(len(plain)))] + other[int(rng.integers(len(other))):]
+        else:
+            yield kind, b"\x1f\x8b" + bytes(rng.integers(0, 256, int(rng.integers(1, 4000)), dtype=np.uint8))
+
+
+def test_fuzz_never_raises(tmp_path):
+    """A few hundred damaged copies of the shipped logs: zero exceptions, a status for each, and no
+    negative differenced counter."""
+    import time
+
+    rng = np.random.default_rng(20261122)
+    sources = [p.read_bytes() for p in sorted(DATA.glob("*.log.gz")) + sorted((ROOT / "examples").glob("*.log.gz"))]
+    path = tmp_path / "case"
+    seen, start = {}, time.monotonic()
+    for kind, data in _mutations(rng, sources):
+        path.write_bytes(data)
+        log = parse_file(path)
+        assert log.status in ("complete", "stopped_at_limit", "incomplete", "aborted", "not_simulated", "mixed",
+                              "empty"), (kind, log.status)
+        assert _cumulative_never_negative(log), (kind, log.reason)
+        seen[log.status] = seen.get(log.status, 0) + 1
+    assert time.monotonic() - start < 120
+    assert seen.get("incomplete", 0) > 50  # the damage was real

@@ -42,3 +42,22 @@ def test_empty_selection_says_so(tmp_path):
     pytest.importorskip("matplotlib")
     with pytest.raises(UserError, match="no stored run matches"):
         write_report([], tmp_path, by=["variant"])
+
+
+def test_gpu_and_simulator_are_paired_on_every_parameter(tmp_path):
+    """A GPU tile=32 run is never set beside a simulator tile=16 run of the same variant."""
+    pytest.importorskip("matplotlib")
+    with Store(tmp_path) as store:
+        store.add(sim_record(tmp_path, "global"))
+        store.add(sim_record(tmp_path, "shared"))
+        store.add(gpu_record("g-global-32", "global", 0.030, {"tile": 32}))
+        store.add(gpu_record("g-global-16", "global", 0.020))
+        store.add(gpu_record("g-shared-16", "shared", 0.016))
+        runs = store.runs()
+    with pytest.raises(UserError, match="baseline 'global' matches several groups: variant=global,tile=32; "
+                                        "variant=global,tile=16"):
+        write_report(runs, tmp_path / "r", by=["variant"], baseline="global")
+    write_report(runs, tmp_path / "r", by=["variant"], baseline="variant=global,tile=16")
+    md = (tmp_path / "r" / "report.md").read_text()
+    side = md.split("## GPU and simulator side by side")[1]
+    assert "tile=32" not in side and "| variant=shared | 1.250 | 0.920 |" in side
