@@ -204,10 +204,11 @@ def cmd_sim_exec(args) -> int:
     return 1 if "setup_error" in facts else 0
 
 
-def _store(args):
+def _store(args, read_only: bool = False):
+    """The results store; commands that only read open it read-only (nothing is created)."""
     from .store import Store
 
-    return Store(_results(args))
+    return Store(_results(args), read_only=read_only)
 
 
 def cmd_profile(args) -> int:
@@ -236,7 +237,7 @@ def cmd_correlate(args) -> int:
     from .compare import correlate, render
     from .store import select
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
     table, points = correlate(runs, args.metrics.split(",") if args.metrics else None)
     _emit(render(table, args.format, f"simulator vs hardware counters over {points['group'].nunique()} variants"),
@@ -247,7 +248,7 @@ def cmd_correlate(args) -> int:
 def cmd_runs(args) -> int:
     from .store import select
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
     if args.last:
         runs = runs[-args.last:]
@@ -268,7 +269,7 @@ def cmd_runs(args) -> int:
 def cmd_show(args) -> int:
     from .store import resolve_one
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         run = resolve_one(store, args.run)
     if args.json:
         print(json.dumps(run.as_dict(), indent=2))
@@ -299,7 +300,7 @@ def cmd_diff(args) -> int:
     from .compare import comparable, diff, regressions, render
     from .store import resolve_one
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
     why = comparable(a, b)
     if why and not args.force:
@@ -320,7 +321,7 @@ def cmd_compare(args) -> int:
     from .compare import comparison, render
     from .store import select
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
     result = comparison(runs, args.by.split(","), args.metrics.split(",") if args.metrics else None, args.baseline,
                         all_statuses=args.all_statuses, force=args.force)
@@ -354,7 +355,12 @@ def cmd_import(args) -> int:
             path = path / "result.json" if path.is_dir() else path
             if not path.is_file():
                 raise UserError(f"no result.json at {path}")
-            result = RunResult.from_dict(json.loads(path.read_text()))
+            try:
+                result = RunResult.from_dict(json.loads(path.read_text()))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise UserError(f"{path} is not a simflow result.json (not JSON text: {exc})") from None
+            except (KeyError, TypeError, ValueError) as exc:
+                raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
             if result.run_id in store.ids():
                 print(f"{result.run_id}: stored already")
                 continue
@@ -371,11 +377,14 @@ def cmd_sweep(args) -> int:
     sweep = load_sweep(args.file)
     with _store(args) as store:
         if args.dry_run:
-            todo, cached = plan(sweep, store, args.retry_failed)
+            planned = plan(sweep, store, args.retry_failed)
+            refused = {job.key: why for job, why in planned.refused}
             for job in sweep.jobs:
-                print(("run    " if job in todo else "stored ") + job.describe())
-            print(f"{len(sweep.jobs)} jobs, {sweep.duplicates} duplicates removed, {len(cached)} stored already, "
-                  f"{len(todo)} to run")
+                state = "refused" if job.key in refused else "run    " if job in planned.todo else "stored "
+                print(f"{state} {job.describe()}" + (f" ({sweep.where(job)}: {refused[job.key]})"
+                                                     if job.key in refused else ""))
+            print(f"{len(sweep.jobs)} jobs, {sweep.duplicates} duplicates removed, {len(planned.cached)} stored "
+                  f"already, {len(planned.todo)} to run, {len(planned.refused)} refused")
             return 0
         report = run_sweep(sweep, store, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                            retry_failed=args.retry_failed, quiet=args.json)
@@ -383,11 +392,16 @@ def cmd_sweep(args) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(f"sweep {report.name}: {len(report.stored)} run now, {len(report.cached)} from the store, "
-              f"{len(report.failed)} did not pass, {len(report.errors)} could not run; {report.wall_s:.1f} s")
+              f"{len(report.failed)} did not pass, {len(report.errors)} could not run, {len(report.refused)} refused; "
+              f"{report.wall_s:.1f} s")
+        for where, why in report.refused:
+            print(f"  skipped {where}: {why}")
         for run_id, why in report.failed:
             print(f"  {run_id}: {why}")
-        for job, error in report.errors:
-            print(f"  ERROR {job}: {error}")
+        for jobs, error in report.grouped_errors():
+            print(f"  ERROR, {len(jobs)} job(s) could not run: {error}")
+            for job in jobs:
+                print(f"    {job}")
     return 0 if not report.failed and not report.errors else 2
 
 
@@ -395,7 +409,7 @@ def cmd_report(args) -> int:
     from .report import write_report
     from .store import select
 
-    with _store(args) as store:
+    with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
     paths = write_report(runs, Path(args.output), by=args.by.split(","),
                          metrics=args.metrics.split(",") if args.metrics else None, baseline=args.baseline)
@@ -656,6 +670,10 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file simflow was asked to read or write: missing folder, full disk, read-only
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"simflow: error: {exc.strerror or exc}{where}; nothing stored before was changed", file=sys.stderr)
+        return 1
 
 
 def threading_main() -> bool:

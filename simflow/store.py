@@ -149,9 +149,16 @@ class StoredRun:
 class Store:
     """The SQLite results database of one results folder."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, read_only: bool = False) -> None:
+        """read_only: for commands that only read. Nothing is created (a missing database reads as empty)
+        and a database on a read-only mount can still be read."""
         self.root = (root or results_dir()).resolve()
         self.path = self.root / DB_NAME
+        self.read_only = read_only
+        self.conn = None
+        if read_only:
+            self._open_read_only()
+            return
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -160,9 +167,41 @@ class Store:
             self._migrate()
         except sqlite3.Error as exc:
             raise self._error(exc, "open") from None
+        except OSError as exc:
+            raise StoreError(f"cannot use {self.root} as a results folder: {exc.strerror or exc}; "
+                             "name a writable folder with --results or SIMFLOW_RESULTS") from None
+
+    def _open_read_only(self) -> None:
+        if self.path.is_dir() or (self.root.exists() and not self.root.is_dir()):
+            raise StoreError(f"{self.root} is not a results folder (a file, or {DB_NAME} is a folder)")
+        if not self.path.is_file():
+            return  # nothing stored yet: reads as empty, creates nothing
+        last = None
+        # mode=ro first; on a read-only mount a WAL database cannot make its -shm file: immutable=1 reads it
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(f"{self.path.as_uri()}?{flags}", uri=True, timeout=BUSY_TIMEOUT_S,
+                                       isolation_level=None)
+                self._check_version(conn)
+                self.conn = conn
+                return
+            except sqlite3.Error as exc:
+                last = exc
+        raise self._error(last, "read")
+
+    def _check_version(self, conn) -> None:
+        has_meta = conn.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
+        version = self._parse_version(conn.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()) if has_meta else 0
+        if version > SCHEMA_VERSION:
+            raise self._newer(version)
+        if version < SCHEMA_VERSION:
+            raise StoreError(f"results database {self.path} has schema version {version}; open it once with a "
+                             "command that writes (e.g. simflow import) to bring it up to date")
 
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
 
     def __enter__(self) -> Store:
         return self
@@ -176,25 +215,57 @@ class Store:
             why = f"it is locked by another process (waited {BUSY_TIMEOUT_S} s); try again when that one is done"
         elif "full" in text or "disk I/O" in text:
             why = "the disk is full or failing; free space and try again (nothing stored before was changed)"
-        elif "not a database" in text or "malformed" in text:
+        elif "malformed" in text:
+            why = (f"the file is damaged; every run's result.json is kept in {self.root / 'runs'}: move "
+                   f"{DB_NAME} aside and 'simflow import {self.root / 'runs'}/*' stores them again")
+        elif "not a database" in text:
             why = "it is not a simflow results database; use another --results folder"
+        elif "readonly" in text or "read-only" in text or (not self.read_only and self._read_only_folder()):
+            why = "the folder or file is read-only; name a writable one with --results or SIMFLOW_RESULTS"
+        elif "unable to open" in text:
+            why = "the file cannot be opened (missing folder, or no permission)"
         else:
             why = text
         return StoreError(f"results database {self.path}: cannot {doing}: {why} ({text})")
 
+    def _read_only_folder(self) -> bool:
+        try:
+            return bool(os.statvfs(self.root).f_flag & os.ST_RDONLY) or not os.access(self.root, os.W_OK)
+        except OSError:
+            return False
+
+    def _parse_version(self, row) -> int:
+        if not row:
+            return 0
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise StoreError(f"results database {self.path} has schema version {row[0]!r}, not a number: it was "
+                             "not written by simflow, or is damaged; use another --results folder") from None
+
+    def _newer(self, version: int) -> StoreError:
+        return StoreError(f"results database {self.path} has schema version {version}, made by a newer "
+                          f"simflow; this simflow reads up to version {SCHEMA_VERSION}: upgrade simflow "
+                          "(pip install -U simflow) or use another --results folder")
+
     def _version(self) -> int:
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        return self._parse_version(self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+
+    def _rollback(self) -> None:
+        """ROLLBACK, when SQLite has not already rolled back by itself (after a full disk, say)."""
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     def _migrate(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._version()
             if version > SCHEMA_VERSION:
-                raise StoreError(f"results database {self.path} has schema version {version}, made by a newer "
-                                 f"simflow; this simflow reads up to version {SCHEMA_VERSION}: upgrade simflow "
-                                 "(pip install -U simflow) or use another --results folder")
+                raise self._newer(version)
             for number in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[number].split(";"):
                     if statement.strip():
@@ -202,11 +273,13 @@ class Store:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(number + 1),))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
 
     @property
     def schema_version(self) -> int:
+        if self.read_only:
+            return SCHEMA_VERSION if self.conn is not None else 0
         return self._version()
 
     # ---- writing ----------------------------------------------------------------------------
@@ -235,7 +308,7 @@ class Store:
                 self.conn.executemany("INSERT INTO artifacts VALUES (?,?,?)", artifacts)
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._rollback()
                 raise
         except sqlite3.IntegrityError:
             raise StoreError(f"run {result.run_id} is stored already") from None
@@ -247,6 +320,8 @@ class Store:
 
     def runs(self, where: str = "", args: tuple = ()) -> list[StoredRun]:
         """Runs (oldest first) with their metrics and artifacts."""
+        if self.conn is None:
+            return []
         try:
             rows = self.conn.execute(f"SELECT * FROM runs {where} ORDER BY created, id", args).fetchall()
             found = {r[0]: self._row(r) for r in rows}
@@ -274,14 +349,22 @@ class Store:
                          environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17])
 
     def ids(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created, id")]
+        if self.conn is None:
+            return []
+        try:
+            return [r[0] for r in self.conn.execute("SELECT id FROM runs ORDER BY created, id")]
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read runs") from None
 
     def cached(self, fingerprint: str, problem: Problem, backend: str, config_key: str,
                failed_too: bool = True) -> str | None:
         """The newest stored run of this exact kernel, problem, backend and config, if any."""
         sql = "SELECT id, status FROM runs WHERE fingerprint=? AND shape=? AND backend=? AND config_key=?"
-        rows = self.conn.execute(sql + " ORDER BY created DESC",
-                                 (fingerprint, shape_key(problem), backend, config_key)).fetchall()
+        try:
+            rows = self.conn.execute(sql + " ORDER BY created DESC",
+                                     (fingerprint, shape_key(problem), backend, config_key)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read runs") from None
         for run_id, status in rows:
             if failed_too or status == "passed":
                 return run_id

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends import backend_names
-from .errors import UserError
+from .errors import LimitError, UserError
 from .jobs import Job, JobOutcome, run_job_safely
 from .orphans import die_with_parent
 from .problems import PRESETS, Problem, get_problem
@@ -51,6 +51,11 @@ class Sweep:
     jobs: list[Job]
     duplicates: int = 0
     dask: dict = field(default_factory=dict)
+    path: str = ""
+    lines: dict = field(default_factory=dict)  # job key -> line of its [[variants]] table in the file
+
+    def where(self, job: Job) -> str:
+        return f"{self.path}:{self.lines.get(job.key, 1)}"
 
 
 def _line(text: str, key: str, start: int = 0) -> int:
@@ -76,11 +81,22 @@ def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"no sweep file {path}")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the sweep file as UTF-8") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return _expand(path, text, data)
+    except (TypeError, AttributeError, ValueError) as exc:  # a value of a type no key takes
+        raise UserError(f"{path}: a value has the wrong type ({type(exc).__name__}: {exc}); see the example at "
+                        "the top of 'simflow sweep --help' and README 'Sweeps'") from None
+
+
+def _expand(path: Path, text: str, data: dict) -> Sweep:
 
     def fail(line: int, message: str) -> UserError:
         return UserError(f"{path}:{line}: {message}")
@@ -132,12 +148,13 @@ def load_sweep(path: str | Path) -> Sweep:
             raise fail(_line(text, key), f"unknown [dask] key {key!r}; valid keys: {', '.join(DASK_KEYS)}")
 
     entries = data.get("variants")
-    if not entries or not isinstance(entries, list):
+    if not entries or not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise fail(1, f"no [[variants]] table; add one per variant, e.g. [[variants]] name = \"shared\" "
                       f"(variants: {', '.join(VARIANTS)})")
     starts = _variant_blocks(text)
     jobs: list[Job] = []
     seen: set = set()
+    lines: dict = {}
     duplicates = 0
     for index, entry in enumerate(entries):
         start = starts[index] if index < len(starts) else 0
@@ -167,8 +184,15 @@ def load_sweep(path: str | Path) -> Sweep:
                         duplicates += 1
                         continue
                     seen.add(job.key)
+                    lines[job.key] = start + 1
                     jobs.append(job)
-    return Sweep(name=str(data.get("name", path.stem)), jobs=jobs, duplicates=duplicates, dask=dask)
+    if not jobs:
+        empty = [k for k, v in (("problems", problems), ("backends", backends)) if not v]
+        empty += [f"{e.get('name')}.{k}" for e in entries for k, v in e.items() if v == []]
+        raise UserError(f"{path}: the sweep expands to no job ({', '.join(empty) or 'nothing to combine'} "
+                        "is an empty list)")
+    return Sweep(name=str(data.get("name", path.stem)), jobs=jobs, duplicates=duplicates, dask=dask,
+                 path=str(path), lines=lines)
 
 
 @dataclass
@@ -223,26 +247,51 @@ class SweepReport:
     stored: list[str] = field(default_factory=list)  # run ids made now
     failed: list[tuple[str, str]] = field(default_factory=list)  # (job or run id, reason)
     errors: list[tuple[str, str]] = field(default_factory=list)  # jobs that could not run at all
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (file:line job, why) skipped at render time
     wall_s: float = 0.0
+
+    def grouped_errors(self) -> list[tuple[list[str], str]]:
+        """Errors with the same text once, with every job they stopped (a missing backend, say)."""
+        groups: dict[str, list[str]] = {}
+        for job, error in self.errors:
+            groups.setdefault(error, []).append(job)
+        return [(jobs, error) for error, jobs in groups.items()]
 
     def as_dict(self) -> dict:
         return {"name": self.name, "jobs": self.total, "duplicates_removed": self.duplicates,
                 "cached": self.cached, "run": self.stored, "failed": [{"run": r, "reason": why} for r, why in
                                                                      self.failed],
-                "errors": [{"job": j, "error": e} for j, e in self.errors], "wall_s": round(self.wall_s, 3)}
+                "errors": [{"job": j, "error": e} for j, e in self.errors],
+                "refused": [{"job": j, "reason": why} for j, why in self.refused], "wall_s": round(self.wall_s, 3)}
 
 
-def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> tuple[list[Job], list[str]]:
-    """The jobs still to run, and the stored runs that already answer the others (the cache)."""
-    todo, cached = [], []
+@dataclass
+class Plan:
+    todo: list[Job]  # to run
+    cached: list[str]  # stored runs that answer jobs already
+    refused: list[tuple[Job, str]]  # jobs whose kernel cannot be rendered for their problem, and why
+
+
+def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
+    """The jobs still to run, the stored runs that already answer others (the cache), and the jobs a
+    variant refuses when it renders (e.g. WMMA on 4 output channels): those are skipped and named,
+    unless the whole sweep can run nothing."""
+    result = Plan([], [], [])
     for job in sweep.jobs:
-        run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key(),
-                              failed_too=not retry_failed)
+        try:
+            fingerprint = job.kernel().fingerprint()
+        except LimitError as exc:
+            result.refused.append((job, str(exc)))
+            continue
+        run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=not retry_failed)
         if run_id:
-            cached.append(run_id)
+            result.cached.append(run_id)
         else:
-            todo.append(job)
-    return todo, cached
+            result.todo.append(job)
+    if result.refused and len(result.refused) == len(sweep.jobs):
+        raise UserError(f"every job of {sweep.path} is refused; the first, {sweep.where(result.refused[0][0])} "
+                        f"({result.refused[0][0].describe()}): {result.refused[0][1]}")
+    return result
 
 
 def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executor: str = "local",
@@ -251,7 +300,9 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
         raise UserError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
     started = time.monotonic()
     report = SweepReport(sweep.name, len(sweep.jobs), sweep.duplicates)
-    todo, report.cached = plan(sweep, store, retry_failed)
+    planned = plan(sweep, store, retry_failed)
+    todo, report.cached = planned.todo, planned.cached
+    report.refused = [(f"{sweep.where(job)} {job.describe()}", why) for job, why in planned.refused]
     workers = workers or os.cpu_count() or 1
     progress = Progress(total=len(todo), quiet=quiet)
     if not quiet:

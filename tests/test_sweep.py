@@ -91,7 +91,8 @@ def test_the_store_answers_jobs_already_run(tmp_path):
     with Store(tmp_path) as store:
         store.add(sim_record(tmp_path, "global"))
         sweep = load_sweep(write(tmp_path, GRID))
-        todo, cached = plan(sweep, store)
+        planned = plan(sweep, store)
+        todo, cached = planned.todo, planned.cached
         assert len(cached) == 1 and len(todo) == 4 and all(j.variant == "shared" for j in todo)
 
 
@@ -193,3 +194,46 @@ def test_a_sweep_killed_in_the_middle_resumes_without_losing_or_repeating(tmp_pa
         runs = store.runs()
         keys = [(r.fingerprint, r.config_key) for r in runs]
         assert len(runs) == 6 and len(set(keys)) == 6 and all(r.status == "passed" for r in runs)
+
+
+def test_refused_combinations_are_skipped_with_their_line(tmp_path, monkeypatch):
+    """wmma refuses batch3x3's 4 output channels at render time: named with its line, the rest runs."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-engine-here"))
+    path = write(tmp_path, 'problems = ["batch3x3"]\ndocker = "simflow-gpgpusim:absent"\n\n'
+                           '[[variants]]\nname = "shared_weights"\ntile = 32\n\n'
+                           '[[variants]]\nname = "wmma"\n')  # wmma's table starts at line 8
+    sweep = load_sweep(path)
+    with Store(tmp_path) as store:
+        planned = plan(sweep, store)
+        assert len(planned.refused) == 1 and planned.refused[0][0].variant == "wmma"
+        assert sweep.where(planned.refused[0][0]) == f"{path}:8"
+        assert "output channels M for WMMA fragments" in planned.refused[0][1]
+        report = run_sweep(sweep, store, workers=1, quiet=True)
+    assert report.refused and report.refused[0][0].startswith(f"{path}:8 wmma")
+    # a missing engine: one error text for every job it stopped
+    assert len(report.grouped_errors()) == 1
+
+
+def test_a_sweep_of_only_refusals_or_of_nothing_is_an_error(tmp_path):
+    only = write(tmp_path, '[[variants]]\nname = "wmma"\n')
+    with Store(tmp_path) as store, pytest.raises(UserError, match=r"every job of .* is refused; the first, .*:1"):
+        plan(load_sweep(only), store)
+    empty = tmp_path / "empty.toml"
+    empty.write_text('[[variants]]\nname = "shared"\ntile = []\n')
+    with pytest.raises(UserError, match=r"the sweep expands to no job \(shared.tile is an empty list\)"):
+        load_sweep(empty)
+
+
+def test_badly_typed_or_encoded_sweep_files(tmp_path):
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(UserError, match="not UTF-8 text"):
+        load_sweep(latin)
+    odd = tmp_path / "odd.toml"
+    odd.write_text('variants = ["shared"]\n')
+    with pytest.raises(UserError, match="no \\[\\[variants\\]\\] table"):
+        load_sweep(odd)
+    typed = tmp_path / "typed.toml"
+    typed.write_text('[[variants]]\nname = "shared"\ntile = {a = 1}\n')
+    with pytest.raises(UserError, match="typed.toml"):
+        load_sweep(typed)

@@ -1,0 +1,160 @@
+"""I/O faults and bad files give clear errors with the README's exit codes, and lose nothing stored."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runs import sim_record
+from test_cli import simflow
+
+from simflow.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def clean(proc, code=1):
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+@pytest.fixture
+def results(tmp_path):
+    folder = tmp_path / "results"
+    with Store(folder) as store:
+        store.add(sim_record(folder, "global"))
+        store.add(sim_record(folder, "shared"))
+    return folder
+
+
+def test_outputs_into_missing_folders_or_onto_directories(tmp_path, results):
+    env = {"SIMFLOW_RESULTS": str(results)}
+    err = clean(simflow("render", "global", "-o", str(tmp_path / "no" / "k.cu")))
+    assert "No such file or directory" in err and "no/k.cu" in err
+    err = clean(simflow("render", "global", "-o", str(tmp_path)))
+    assert "Is a directory" in err
+    err = clean(simflow("compare", "--by", "variant", "-o", str(tmp_path / "no" / "c.md"), env=env))
+    assert "No such file or directory" in err
+    log = ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz"
+    err = clean(simflow("parse", str(log), "--csv", str(tmp_path / "no" / "k.csv")))
+    assert "No such file or directory" in err or "non-existent directory" in err
+
+
+def test_results_that_are_a_file_or_read_only(tmp_path, results):
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    err = clean(simflow("import", str(results / "runs"), "--results", str(afile)))
+    assert "cannot use" in err and "results folder" in err
+    err = clean(simflow("runs", "--results", str(afile)))
+    assert "is not a results folder" in err
+    if os.geteuid() == 0:
+        pytest.skip("root writes through read-only permissions; the read-only mount is tested below")
+    results.chmod(0o555)
+    try:
+        err = clean(simflow("import", *map(str, (results / "runs").iterdir()), "--results", str(results)))
+        assert "read-only" in err or "stored already" in err
+    finally:
+        results.chmod(0o755)
+
+
+def test_read_only_commands_create_nothing(tmp_path):
+    empty = tmp_path / "nothing-here"
+    for args in (["runs"], ["compare", "--by", "variant"], ["show", "x"]):
+        proc = simflow(*args, "--results", str(empty))
+        assert "Traceback" not in proc.stderr
+    assert not empty.exists()
+    cwd_store = subprocess.run([sys.executable, "-m", "simflow", "runs"], cwd=tmp_path, capture_output=True,
+                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": ""})
+    assert cwd_store.returncode == 0 and not (tmp_path / "simflow-results").exists()
+
+
+def test_import_of_what_is_not_a_result(tmp_path, results):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe not json")
+    err = clean(simflow("import", str(bad), "--results", str(results)))
+    assert "is not a simflow result.json (not JSON text" in err
+    bad.write_text(json.dumps({"status": "passed"}))
+    err = clean(simflow("import", str(bad), "--results", str(results)))
+    assert "is not a simflow result.json (KeyError" in err
+
+
+def test_a_damaged_or_foreign_database(tmp_path, results):
+    db = results / "simflow.db"
+    with sqlite3.connect(db) as conn:  # fold the WAL in, so the pages below are the whole database
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) >= 3 * page
+    data[page + 100: 2 * page] = os.urandom(page - 100)  # a middle page overwritten
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "simflow.db").write_bytes(bytes(data))
+    for args in (["runs"], ["compare", "--by", "variant"]):
+        err = clean(simflow(*args, "--results", str(damaged)))
+        assert "simflow.db" in err and ("damaged" in err or "not a simflow results database" in err)
+    version = tmp_path / "version"
+    version.mkdir()
+    shutil.copy(db, version / "simflow.db")
+    with sqlite3.connect(version / "simflow.db") as conn:
+        conn.execute("UPDATE meta SET value = 'two' WHERE key = 'schema_version'")
+    for args in (["runs"], ["import", str(next((results / "runs").iterdir()))]):
+        err = clean(simflow(*args, "--results", str(version)))
+        assert "schema version 'two', not a number" in err
+
+
+def test_broken_pipe_is_quiet(results):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(results)}
+    proc = subprocess.run(f"{sys.executable} -m simflow parse --catalogue | head -1", shell=True, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_usage_mistakes_exit_1():
+    err = clean(simflow("sim"))
+    assert "the following arguments are required: variant" in err
+    err = clean(simflow("compare", "--no-such-flag"))
+    assert "unrecognized arguments" in err
+
+
+def _unshare_ok() -> bool:
+    return shutil.which("unshare") is not None and subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _unshare_ok(), reason="needs unshare (util-linux) with user and mount namespaces")
+def test_a_full_disk_and_a_read_only_mount(tmp_path, results):
+    """In a private mount namespace: a 1 MiB tmpfs filled up, and the results folder mounted read-only."""
+    full = tmp_path / "full"
+    full.mkdir()
+    run = next((results / "runs").iterdir())
+    script = f"""
+set -u
+mount -t tmpfs -o size=1m simflow-test {full}
+cp {results}/simflow.db {full}/ && mkdir {full}/runs
+dd if=/dev/zero of={full}/filler bs=64k 2>/dev/null
+py="{sys.executable} -m simflow"
+exec 2>&1
+echo "== render"; $py render global -o {full}/k.cu; echo "rc=$?"
+echo "== import"; $py import {run} --results {full}; echo "rc=$?"
+echo "== runs"; $py runs --results {full} | tail -n +2 | wc -l
+mount --bind -o ro {results} {results}
+echo "== ro runs"; $py runs --results {results} | tail -n +2 | wc -l; echo "rc=$?"
+echo "== ro import"; $py import {run} --results {results}; echo "rc=$?"
+"""
+    proc = subprocess.run(["unshare", "--mount", "--map-root-user", "bash", "-c", script], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out
+    sections = dict(part.split("\n", 1) for part in out.split("== ")[1:])
+    assert "No space left on device" in sections["render"] and "rc=1" in sections["render"]
+    imported = sections["import"]
+    assert "rc=0" in imported and "stored already" in imported or (
+        "rc=1" in imported and "disk is full" in imported), imported
+    assert sections["runs"].strip().splitlines()[-1].strip() == "2", out  # both runs still there
+    assert sections["ro runs"].splitlines()[0].strip() == "2", out
+    assert "stored already" in sections["ro import"] or "read-only" in sections["ro import"], out
