@@ -58,11 +58,25 @@ def _table(rows: list[dict]) -> str:
         return pd.DataFrame(rows).fillna("").to_string(index=False)
 
 
+def _simulator_support(variant) -> dict:
+    """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why)."""
+    default_why = variant.sim_unsupported(variant.resolve({}))
+    refuses = []
+    for p in variant.params:
+        for choice in p.choices:
+            why = variant.sim_unsupported(variant.resolve({p.name: choice}))
+            if why and why != default_why:
+                refuses.append({"param": p.name, "value": show_value(choice), "reason": why})
+    return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses}
+
+
 def cmd_variants(args) -> int:
     data = [
         {"variant": v.name, "summary": v.summary, "precision": v.precision,
          "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
-                     "help": p.help, "host": p.host} for p in v.params]}
+                     "help": p.help, "host": p.host} for p in v.params],
+         "backends": {"gpu": {"accepts_defaults": True, "reason": "", "refuses": []},
+                      "gpgpusim": _simulator_support(v)}}
         for v in VARIANTS.values()
     ]
     if args.json:
@@ -73,6 +87,10 @@ def cmd_variants(args) -> int:
         for p in v["params"]:
             host = " [host side: same kernel code]" if p["host"] else ""
             print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
+        sim = v["backends"]["gpgpusim"]
+        refused = ", ".join(f"{r['param']}={r['value']}" for r in sim["refuses"])
+        print("    simulator: " + ("runs it" if sim["accepts_defaults"] else f"refuses it ({sim['reason']})")
+              + (f"; refuses {refused}" if refused else ""))
     return 0
 
 

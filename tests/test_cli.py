@@ -109,3 +109,12 @@ def test_check_runs_on_the_gpu(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
     rows = json.loads(proc.stdout)["variants"]
     assert all(r["gpu"].startswith("passed") for r in rows if not r["variant"].startswith("wmma"))
+
+
+def test_variants_json_says_what_the_simulator_accepts(capsys):
+    assert main(["variants", "--json"]) == 0
+    data = {v["variant"]: v["backends"] for v in json.loads(capsys.readouterr().out)}
+    assert data["shared"]["gpgpusim"]["accepts_defaults"] and data["shared"]["gpu"]["accepts_defaults"]
+    assert not data["wmma"]["gpgpusim"]["accepts_defaults"] and "mma.sync" in data["wmma"]["gpgpusim"]["reason"]
+    refused = {(r["param"], r["value"]) for r in data["implicit_gemm"]["gpgpusim"]["refuses"]}
+    assert ("precision", "fp16") in refused and ("streams", "2") in refused
