@@ -8,8 +8,9 @@
 # build dependencies (build-essential xutils-dev bison flex zlib1g-dev libglu1-mesa-dev git).
 # PREFIX must not exist yet: the script clones into it.
 #
-# Two fixes, applied only to a tree that needs them (upstream gpgpu-sim/gpgpu-sim_distribution
-# dev at 6b244a5d does; the accel-sim fork has both already) and recorded in PREFIX/SIMFLOW_PATCHES:
+# Three fixes, each applied only to a tree that needs it (upstream gpgpu-sim/gpgpu-sim_distribution
+# dev at 6b244a5d needs the first two, the accel-sim fork at 667834cf the third) and recorded in
+# PREFIX/SIMFLOW_PATCHES:
 #   parser-tokens  bison 3.8 writes comments with string literals beside the token values in
 #                  ptx.tab.h; the Makefile turns those lines into ptx_parser_decode.def, which then
 #                  fails to compile ("unable to find string literal operator 'operator\"\"end'").
@@ -17,6 +18,10 @@
 #   push-config    __cudaPushCallConfiguration (libcuda/cuda_runtime_api.cc) falls off its end
 #                  without a return; gcc 12 at -O3 then miscompiles it and every launch segfaults.
 #                  Fix: return 0, as the fork does.
+#   occupancy      the fork samples the warp slots behind gpu_occupancy (get_current_occupancy in
+#                  src/gpgpu-sim/gpu-sim.cc) only inside `if (g_power_simulation_enabled)`, so with
+#                  AccelWattch off (SM7_QV100) it divides 0 by 0 and prints -nan%. Fix: sample every
+#                  core cycle, outside that block, as upstream does.
 set -euo pipefail
 
 usage() {
@@ -53,6 +58,18 @@ patch_tree() {
       exit 1
     fi
     applied+=("push-config libcuda/cuda_runtime_api.cc")
+  fi
+  local gpusim=$tree/src/gpgpu-sim/gpu-sim.cc
+  local guarded='if \(m_config\.g_power_simulation_enabled\) \{[^}]*get_current_occupancy'
+  if [ -f "$gpusim" ] && grep -Pzq "$guarded" "$gpusim"; then
+    perl -0pi -e '
+      s/\n([ \t]*)m_cluster\[i\]->get_current_occupancy\(\n[ \t]*gpu_occupancy\.aggregate_warp_slot_filled,\n[ \t]*gpu_occupancy\.aggregate_theoretical_warp_slots\);(\n[ \t]*\}\n)/$2/
+      and s/(\n([ \t]*)\/\/ Update core icnt\/cache stats for AccelWattch\n[ \t]*if \(m_config\.g_power_simulation_enabled\) \{)/\n$2m_cluster[i]->get_current_occupancy(  \/\/ simflow: every cycle, as upstream\n$2    gpu_occupancy.aggregate_warp_slot_filled,\n$2    gpu_occupancy.aggregate_theoretical_warp_slots);$1/' "$gpusim"
+    if grep -Pzq "$guarded" "$gpusim" || ! grep -q 'get_current_occupancy(  // simflow' "$gpusim"; then
+      echo "install-gpgpusim.sh: could not apply the occupancy fix to $gpusim" >&2
+      exit 1
+    fi
+    applied+=("occupancy src/gpgpu-sim/gpu-sim.cc")
   fi
   for fix in "${applied[@]}"; do
     echo "$fix"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import platform
 import shutil
@@ -108,6 +109,9 @@ def execute(folder: Path) -> dict:
         root = simulator_root()
         toolkit = cuda11_toolkit()
         facts.update(simulator_root=str(root), cuda=toolkit.version_text, nvcc=str(toolkit.nvcc))
+        patches = root / "SIMFLOW_PATCHES"  # what install-gpgpusim.sh fixed in this build
+        if patches.is_file():
+            facts["simulator_patches"] = ", ".join(patches.read_text().split("\n")).strip(", ") or "none"
         config = SimConfig(**spec["config"])
         written = write_run_config(config, folder, root)
         facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
@@ -210,7 +214,8 @@ def finish(folder: Path) -> RunResult:
     result.environment["config_key"] = config_key(SimConfig(**spec["config"]))
     path = folder / "execution.json"
     facts = json.loads(path.read_text()) if path.is_file() else {}
-    for key in ("config_base", "config_hash", "cuda", "simulator_root", "docker_image", "container_engine", "host"):
+    for key in ("config_base", "config_hash", "cuda", "simulator_root", "simulator_patches", "docker_image",
+                "container_engine", "host"):
         if facts.get(key):
             result.environment[key] = str(facts[key])
     if not facts:
@@ -237,6 +242,8 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     log = parse_file(log_path)
     result.environment["simulator_version"] = log.simulator_version
     result.environment["simulator_build"] = log.build
+    if log.flavour:
+        result.environment["simulator_flavour"] = log.flavour
     result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
     for key, unit in (("gpgpu_simulation_time", "s"), ("gpgpu_simulation_rate_insn", "thread insn/s")):
         value = log.run_facts().get(key)
@@ -255,6 +262,12 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
         for key in ("cta_limited_by", "grid", "block"):
             if key in record.resources:
                 result.environment[prefix + key] = str(record.resources[key])
+        if "cta_per_core" in record.resources and "block" in record.resources:
+            # the simulator's own CTAs per core (its limiter is cta_limited_by), as a share of the SM's warps
+            threads = math.prod(int(n) for n in str(record.resources["block"]).split(","))
+            warps = record.resources["cta_per_core"] * math.ceil(threads / SIMULATED_DEVICE.warp_size)
+            max_warps = SIMULATED_DEVICE.max_threads_per_sm // SIMULATED_DEVICE.warp_size
+            result.add(prefix + "theoretical_occupancy", round(100 * min(1.0, warps / max_warps), 2), "%")
         for name, value in record.metrics.items():
             result.add(prefix + name, value, STATS[name].unit if name in STATS else "")
     program_fail = next((line for line in log.program_lines if line.startswith("simflow: FAIL")), "")
