@@ -420,6 +420,10 @@ def cmd_sweep(args) -> int:
             print(f"  ERROR, {len(jobs)} job(s) could not run: {error}")
             for job in jobs:
                 print(f"    {job}")
+    if report.interrupted:
+        print(f"simflow: sweep interrupted; the runs in flight are stored as 'interrupted', {len(report.stored)} "
+              "run(s) recorded; run the sweep again to resume", file=sys.stderr)
+        return 130
     return 0 if not report.failed and not report.errors else 2
 
 

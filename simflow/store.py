@@ -358,7 +358,8 @@ class Store:
 
     def cached(self, fingerprint: str, problem: Problem, backend: str, config_key: str,
                failed_too: bool = True) -> str | None:
-        """The newest stored run of this exact kernel, problem, backend and config, if any."""
+        """The newest stored run of this exact kernel, problem, backend and config, if any (one the user
+        interrupted never counts; one that failed counts unless failed_too is False)."""
         sql = "SELECT id, status FROM runs WHERE fingerprint=? AND shape=? AND backend=? AND config_key=?"
         try:
             rows = self.conn.execute(sql + " ORDER BY created DESC",
@@ -366,7 +367,7 @@ class Store:
         except sqlite3.Error as exc:
             raise self._error(exc, "read runs") from None
         for run_id, status in rows:
-            if failed_too or status == "passed":
+            if status == "passed" or (failed_too and status != "interrupted"):  # a stopped run is run again
                 return run_id
         return None
 

@@ -43,6 +43,7 @@ TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems"
             "variants": "[[variants]] tables", "dask": "[dask] table"}
 DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives")
 EXECUTORS = ("local", "dask", "slurm", "pbs")
+INTERRUPT_GRACE_S = 30  # how long an interrupted sweep waits for its workers' interrupted runs
 
 
 @dataclass
@@ -248,6 +249,7 @@ class SweepReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # (job or run id, reason)
     errors: list[tuple[str, str]] = field(default_factory=list)  # jobs that could not run at all
     refused: list[tuple[str, str]] = field(default_factory=list)  # (file:line job, why) skipped at render time
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the runs in flight were recorded as 'interrupted'
     wall_s: float = 0.0
 
     def grouped_errors(self) -> list[tuple[list[str], str]]:
@@ -262,7 +264,8 @@ class SweepReport:
                 "cached": self.cached, "run": self.stored, "failed": [{"run": r, "reason": why} for r, why in
                                                                      self.failed],
                 "errors": [{"job": j, "error": e} for j, e in self.errors],
-                "refused": [{"job": j, "reason": why} for j, why in self.refused], "wall_s": round(self.wall_s, 3)}
+                "refused": [{"job": j, "reason": why} for j, why in self.refused], "interrupted": self.interrupted,
+                "wall_s": round(self.wall_s, 3)}
 
 
 @dataclass
@@ -311,8 +314,11 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
               f"({workers if executor == 'local' else 'dask'} workers)", file=sys.stderr)
     if todo:
         runner = _local if executor == "local" else _dask
-        for outcome in runner(todo, store.root, workers, scheduler, executor, sweep.dask, progress):
-            _record(outcome, store, report, progress)
+        try:
+            for outcome in runner(todo, store.root, workers, scheduler, executor, sweep.dask, progress):
+                _record(outcome, store, report, progress)
+        except KeyboardInterrupt:
+            report.interrupted = True
     progress.finish()
     report.wall_s = time.monotonic() - started
     return report
@@ -352,7 +358,7 @@ def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, 
     lanes = []  # (pool, its jobs still to submit, how many run at once)
     for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
         if jobs:
-            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=die_with_parent),
+            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup),
                           iter(jobs), width))
     pending: dict = {}  # future -> (pool, its remaining jobs)
     try:
@@ -370,9 +376,35 @@ def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, 
                     pending[pool.submit(run_job_safely, nxt, str(results))] = (pool, jobs)
                 progress.running = len(pending)
                 yield future.result()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: every worker stops its simulator and returns its run as 'interrupted'
+        # (a terminal's Ctrl-C reaches the workers too; SIGTERM is passed on here), which is recorded.
+        for pool, _, _ in lanes:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                if process.is_alive():
+                    process.terminate()
+        done, _ = wait(pending, timeout=INTERRUPT_GRACE_S)
+        for future in done:
+            try:
+                yield future.result()
+            except Exception:  # noqa: BLE001 (a worker that died before it could answer)
+                continue
+        raise
     finally:
         for pool, _, _ in lanes:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_setup() -> None:
+    """A sweep worker dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept as interrupted)."""
+    import signal
+
+    die_with_parent()
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
 
 
 def dask_cluster(executor: str, settings: dict, workers: int):

@@ -332,3 +332,51 @@ def test_kill_9_of_simflow_leaves_no_simulator(tmp_path, command):
     while _simulators(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _simulators(tmp_path) == []
+
+
+UPSTREAM_ROOT = os.environ.get("SIMFLOW_TEST_UPSTREAM_ROOT", "")
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.skipif(not UPSTREAM_ROOT, reason="SIMFLOW_TEST_UPSTREAM_ROOT names no upstream GPGPU-Sim build to "
+                                              "compare occupancy with (install-gpgpusim.sh builds one)")
+def test_occupancy_is_a_number_on_both_builds_and_they_agree(tmp_path):
+    """The accel-sim fork (GPGPUSIM_ROOT, with install-gpgpusim.sh's occupancy fix) and upstream
+    (SIMFLOW_TEST_UPSTREAM_ROOT) on the same binaries of batch3x3."""
+    for variant in ("global", "shared"):
+        out = {}
+        for build, root in (("fork", os.environ["GPGPUSIM_ROOT"]), ("upstream", UPSTREAM_ROOT)):
+            proc = simflow("sim", variant, "--problem", "batch3x3", "--json", "--results", str(tmp_path),
+                           env={"GPGPUSIM_ROOT": root})
+            assert proc.returncode == 0, proc.stderr
+            out[build] = json.loads(proc.stdout)
+        fork, upstream = out["fork"], out["upstream"]
+        assert fork["environment"]["simulator_flavour"] == "accel-sim fork"
+        assert upstream["environment"]["simulator_flavour"] == "upstream"
+        assert "occupancy" in fork["environment"]["simulator_patches"]
+        occ = {b: o["metrics"]["gpu_occupancy"] for b, o in out.items()}
+        print(variant, occ, {b: o["metrics"]["gpu_sim_cycle"] for b, o in out.items()})
+        assert all(isinstance(v, float) and 0 < v <= 100 for v in occ.values()), occ
+        assert occ["fork"] == pytest.approx(occ["upstream"], rel=0.02)
+        assert fork["metrics"]["gpu_sim_insn"] == upstream["metrics"]["gpu_sim_insn"]
+        assert fork["metrics"]["theoretical_occupancy"] == upstream["metrics"]["theoretical_occupancy"] == 100.0
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_sweep_records_its_runs_as_interrupted_and_resumes_them(tmp_path, sig):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    sweep = tmp_path / "long.toml"
+    sweep.write_text('problems = [{preset = "fmnist-conv1", batch = 4}]\ntimeout = 600\n'
+                     '[[variants]]\nname = "global"\ntile = [8, 16]\n')
+    proc = subprocess.Popen([sys.executable, "-m", "simflow", "sweep", str(sweep), "-j", "2", "--results",
+                             str(tmp_path)], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_simulator(tmp_path, proc, 2)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130 and "sweep interrupted" in err, err[-2000:]
+    assert _simulators(tmp_path) == []
+    with Store(tmp_path) as store:
+        assert sorted(r.status for r in store.runs()) == ["interrupted", "interrupted"]
+    dry = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path))
+    assert "0 stored already, 2 to run" in dry.stdout  # interrupted runs are run again
