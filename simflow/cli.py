@@ -8,14 +8,16 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import ToolError, UserError
+from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .gpgpusim_log import SUMMARY
-from .problems import PRESET_NOTES, PRESETS, Problem, get_problem
+from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, Problem, get_problem
 from .variants import VARIANTS, get_variant, parse_param_args, show_value
 
 
 def _problem_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default batch3x3)")
+    parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_PROBLEM})")
     parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
     parser.add_argument("--batch", "-b", type=int, help="override the batch size B")
 
@@ -36,16 +38,17 @@ def _storing_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-store", action="store_true", help="keep the run folder but do not store the record")
 
 
-def _format_args(parser: argparse.ArgumentParser) -> None:
+def _format_args(parser: argparse.ArgumentParser, regressions: bool = True) -> None:
     parser.add_argument("--format", "-f", default="table", choices=["table", "markdown", "csv", "json", "html"])
     parser.add_argument("-o", "--output", help="write to this file instead of stdout")
-    parser.add_argument("--fail-on-regression", action="store_true",
-                        help="exit 4 when something got worse (diff) or slower than the baseline (compare)")
+    if regressions:
+        parser.add_argument("--fail-on-regression", action="store_true",
+                            help="exit 4 when something got worse (diff) or slower than the baseline (compare)")
     _results_arg(parser)
 
 
 def _problem(args) -> Problem:
-    name = args.problem if args.problem is not None or args.shape else "batch3x3"
+    name = args.problem if args.problem is not None or args.shape else DEFAULT_PROBLEM
     return get_problem(name, shape=args.shape, batch=args.batch)
 
 
@@ -364,7 +367,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from .backends import RunResult
+    from .results import RunResult
 
     stored = 0
     with _store(args) as store:
@@ -464,9 +467,10 @@ def cmd_check(args) -> int:
         print(f"simflow {__version__}: checking every variant on {problem.describe()}")
     report = run_check(problem, RunOptions(seed=args.seed, repeats=args.repeats),
                        progress=(lambda _m: None) if quiet else print)
+    failed = [r["variant"] for r in report.rows if any(str(v).startswith("FAILED") for v in r.values())]
     if quiet:
         print(json.dumps(report.as_dict(), indent=2))
-        return 0
+        return 2 if failed else 0
     print("\ntoolkits: " + ("; ".join(report.toolkits) or "none found"))
     print(_table(report.rows))
     print("\nbackends:")
@@ -474,9 +478,7 @@ def cmd_check(args) -> int:
         print(f"  {name}: {'present' if b['available'] else 'ABSENT'}: {b['detail']}")
         if not b["available"] and b["how_to_get"]:
             print(f"      how to get it: {b['how_to_get']}")
-    failed = [r["variant"] for r in report.rows
-              if any(str(v).startswith("FAILED") for v in r.values())]
-    return 1 if failed else 0
+    return 2 if failed else 0  # like a run that did not pass (1 is a mistake in the command)
 
 
 def cmd_parse(args) -> int:
@@ -534,8 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
     _variant_args(p)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     p.add_argument("--sample-check", action="store_true",
                    help="check a seeded sample of 4096 outputs instead of every one (the default)")
     _storing_args(p)
@@ -545,12 +547,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sim", help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
     _variant_args(p)
     _problem_args(p)
-    p.add_argument("--config", "-c", default="SM7_QV100",
+    p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
                    help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
     p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
     p.add_argument("--engine", choices=["docker", "podman"],
                    help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
-    p.add_argument("--timeout", type=float, default=3600, help="seconds before the simulator is killed")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
     _storing_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, log, ...")
@@ -582,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "rank agreement, mean relative error")
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--metrics", help="comma-separated simulator stat names (default: every aligned one)")
-    _format_args(p)
+    _format_args(p, regressions=False)
     p.set_defaults(func=cmd_correlate)
 
     p = sub.add_parser("runs", help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")

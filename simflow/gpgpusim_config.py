@@ -28,6 +28,7 @@ from .errors import UserError
 from .resources import configs_dir
 
 DEFAULT_CONFIG = "SM7_QV100"
+DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator is stopped
 SIMULATOR_HELP = (
     "build GPGPU-Sim (github.com/accel-sim/gpgpu-sim_distribution, branch dev) with a CUDA 11.x toolkit, "
     "'source setup_environment release' in its folder (that sets GPGPUSIM_ROOT), or use "

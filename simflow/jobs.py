@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .backends import RunOptions, RunResult, backend_class
+from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import UserError
+from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .problems import Problem
 from .store import keep_result, new_run_folder
 from .variants import Kernel, get_variant, show_value
@@ -28,16 +30,16 @@ class Job:
     docker_image: str = ""
     engine: str = ""  # docker or podman, for docker_image ('' = $SIMFLOW_ENGINE or the one on PATH)
     seed: int = 0
-    repeats: int = 20
-    warmup: int = 3
-    timeout_s: float = 3600
+    repeats: int = DEFAULT_REPEATS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
     sample_check: bool = False  # GPU: judge a seeded sample of outputs, not every one
 
     @staticmethod
     def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
         resolved = get_variant(variant).resolve(params)
         if backend == "gpgpusim" and not kw.get("config"):
-            kw["config"] = "SM7_QV100"
+            kw["config"] = DEFAULT_CONFIG
         return Job(variant, tuple(resolved.items()), problem, backend, **kw)
 
     def kernel(self) -> Kernel:
@@ -130,3 +132,5 @@ def run_job_safely(job: Job, results: str) -> JobOutcome:
         return JobOutcome(job, run_job(job, Path(results)))
     except Exception as exc:  # noqa: BLE001 (reported per job, with its type)
         return JobOutcome(job, error=f"{type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:  # stopped before its run had a simulator to stop: said, not lost
+        return JobOutcome(job, error="interrupted (Ctrl-C or SIGTERM) before its run started")

@@ -19,9 +19,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .backends import RunResult
 from .errors import UserError
 from .jobs import Job
+from .results import RunResult
 from .store import keep_result, new_run_folder
 from .variants import show_value
 
@@ -173,7 +173,7 @@ def read_output(result: RunResult, raw: str, returncode: int, log_path: Path) ->
     several = len(table.kernels) > 1
     for row in table.kernels:
         name = row.get("Kernel Name", "")
-        prefix = f"{name}." if several else ""
+        prefix = RunResult.kernel_prefix(name, several)
         for key, value in aligned_values(row).items():
             result.add(prefix + key, value, ALIGNED_BY_NAME[key].unit)
         for counter in COUNTERS:

@@ -92,6 +92,8 @@ class Problem:
         return dataclasses.asdict(self)
 
 
+DEFAULT_PROBLEM = "batch3x3"  # what a command without --problem or --shape runs
+
 PRESETS: dict[str, Problem] = {
     p.name: p
     for p in (
@@ -136,7 +138,7 @@ def get_problem(name: str | None = None, *, shape: str | None = None, batch: int
         if name is not None and name != "custom":
             problem = dataclasses.replace(problem, name=name)
     else:
-        name = name or "batch3x3"
+        name = name or DEFAULT_PROBLEM
         if name not in PRESETS:
             raise UserError(f"unknown problem {name!r}; presets: {', '.join(PRESETS)} (or --shape B,C,M,H,W,K[,pad])")
         problem = PRESETS[name]

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .backends.base import RunResult
 from .errors import UserError
 from .problems import Problem
 from .resources import results_dir
+from .results import RunResult
 
 DB_NAME = "simflow.db"
 BUSY_TIMEOUT_S = 60

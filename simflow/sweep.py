@@ -32,9 +32,10 @@ from pathlib import Path
 
 from .backends import backend_names
 from .errors import LimitError, UserError
+from .gpgpusim_config import DEFAULT_CONFIG
 from .jobs import Job, JobOutcome, run_job_safely
 from .orphans import die_with_parent
-from .problems import PRESETS, Problem, get_problem
+from .problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem
 from .store import Store, StoreError
 from .variants import VARIANTS, get_variant
 
@@ -109,7 +110,7 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
     for b in backends:
         if b not in backend_names():
             raise fail(_line(text, "backends"), f"unknown backend {b!r}; valid backends: {', '.join(backend_names())}")
-    configs = _as_list(data.get("configs", ["SM7_QV100"]))
+    configs = _as_list(data.get("configs", [DEFAULT_CONFIG]))
     if "gpgpusim" in backends:
         from .gpgpusim_config import load_config
 
@@ -119,7 +120,7 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
             except UserError as exc:
                 raise fail(_line(text, "configs"), str(exc)) from None
     problems: list[Problem] = []
-    for p in _as_list(data.get("problems", ["batch3x3"])):
+    for p in _as_list(data.get("problems", [DEFAULT_PROBLEM])):
         try:
             if isinstance(p, dict):  # {preset = "fmnist-conv1", batch = 1} or {shape = "...", name = "..."}
                 unknown = set(p) - {"preset", "shape", "batch", "name"}

@@ -281,9 +281,9 @@ def test_execute_writes_the_merged_config_and_cleans_scratch(tmp_path):
 
 
 def _simulators(folder: Path) -> list[str]:
-    """Simulated programs still running from run folders under `folder`."""
+    """Simulated programs still running from run folders under `folder` (not their watchdogs)."""
     out = subprocess.run(["pgrep", "-af", f"{folder}/runs/.*/program"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+    return [line for line in out.splitlines() if line.split()[1].startswith(str(folder))]
 
 
 def _wait_for_simulator(folder: Path, proc: subprocess.Popen, count: int = 1) -> None:
@@ -377,6 +377,6 @@ def test_an_interrupted_sweep_records_its_runs_as_interrupted_and_resumes_them(t
     assert proc.returncode == 130 and "sweep interrupted" in err, err[-2000:]
     assert _simulators(tmp_path) == []
     with Store(tmp_path) as store:
-        assert sorted(r.status for r in store.runs()) == ["interrupted", "interrupted"]
+        assert sorted(r.status for r in store.runs()) == ["interrupted", "interrupted"], err[-2000:]
     dry = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path))
     assert "0 stored already, 2 to run" in dry.stdout  # interrupted runs are run again

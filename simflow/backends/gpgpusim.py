@@ -31,6 +31,7 @@ from .. import __version__, container, orphans
 from ..errors import LimitError, ToolError, UserError
 from ..gpgpusim_config import (
     DEFAULT_CONFIG,
+    DEFAULT_TIMEOUT_S,
     SIMULATOR_HELP,
     SimConfig,
     config_key,
@@ -48,7 +49,6 @@ from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
 from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
 
-DEFAULT_TIMEOUT_S = 3600
 CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
@@ -252,9 +252,8 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     several = len(log.kernels) > 1
     repeated = {k.kernel for k in log.kernels if sum(r.kernel == k.kernel for r in log.kernels) > 1}
     for record in log.kernels:
-        prefix = ""
-        if several:  # a kernel launched more than once is told apart by its launch uid
-            prefix = f"{record.kernel}#{record.launch_uid}." if record.kernel in repeated else f"{record.kernel}."
+        prefix = RunResult.kernel_prefix(record.kernel, several,
+                                         record.launch_uid if record.kernel in repeated else None)
         for key in ("regs", "lmem", "smem", "cmem", "cta_per_core"):
             if key in record.resources:
                 result.add(prefix + key, record.resources[key], "regs/thread" if key == "regs" else
@@ -295,10 +294,7 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
             result.reason = f"the program wrote {y.size} of {int(np.prod(shape))} outputs to y.bin"
             return
         x, w = make_inputs(problem, spec["seed"])
-        check = check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op)
-        check.record(result)
-        if not check.passed:
-            result.status, result.reason = "wrong_result", check.reason
+        result.judge(check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op))
 
 
 class GpgpusimBackend(Backend):
@@ -368,10 +364,8 @@ class GpgpusimBackend(Backend):
     def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
         refusal = self.refusal(kernel, batch)  # a refusal needs no simulator: it comes first
         if refusal:
-            return RunResult(status="refused", backend=self.name, variant=kernel.variant, params=kernel.params,
-                             problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
-                             reason=refusal, kernels=kernel.kernel_names, seed=options.seed,
-                             environment={"config": self.config.name, "config_key": config_key(self.config)})
+            return RunResult.refusal(self.name, kernel, batch, refusal, options.seed,
+                                     {"config": self.config.name, "config_key": config_key(self.config)})
         self.require()  # before any folder is made
         run_id, folder = new_run_folder(kernel.variant, self.results)
         prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)

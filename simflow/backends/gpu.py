@@ -195,7 +195,7 @@ class GpuBackend(Backend):
     def _resources(self, result: RunResult, functions, launches: list[Launch]) -> None:
         several = len(launches) > 1
         for func, launch in zip(functions, launches, strict=True):
-            prefix = f"{launch.kernel}." if several else ""
+            prefix = RunResult.kernel_prefix(launch.kernel, several)
             regs = func.get_attribute(drv.function_attribute.NUM_REGS)
             static = func.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES)
             occ = theoretical_occupancy(self.limits, launch.threads_per_block, regs, static + launch.dynamic_smem)
@@ -242,10 +242,7 @@ class GpuBackend(Backend):
         y_host = np.empty(out_shape, dtype=np.float32)
         drv.memcpy_dtoh(y_host, buffers[0]["y"])
         if options.check:
-            check = self._check(kernel, problem, buffers[0], y_host, options)
-            check.record(result)
-            if not check.passed:
-                result.status, result.reason = "wrong_result", check.reason
+            result.judge(self._check(kernel, problem, buffers[0], y_host, options))
 
         # Timing: warm-up, then one event pair per repeat; median, min, max.
         for i in range(options.warmup):
@@ -348,11 +345,11 @@ class GpuBackend(Backend):
         result.add("pipeline_serial_ms", serial_ms, "ms")
         result.add("pipeline_ms", pipelined_ms, "ms")
         result.add("pipeline_speedup", serial_ms / pipelined_ms, "x")
-        if options.check:  # what the split run left in y_host, against the reference
+        if options.check:  # what the split run left in y_host, against the reference; the metrics stay the first run's
             check = self._check(kernel, problem, device, np.asarray(y_host), options)
             if not check.passed and result.status == "passed":
-                result.status, result.reason = "wrong_result", f"with the batch split over {streams} streams: " \
-                                                                f"{check.reason}"
+                result.status = "wrong_result"
+                result.reason = f"with the batch split over {streams} streams: {check.reason}"
 
 
 def device_limits(dev) -> DeviceLimits:
