@@ -11,8 +11,6 @@ from .problems import Problem
 from .toolkits import compile_kernel, find_toolkits
 from .variants import VARIANTS
 
-SIM_MAX_FLOPS = 50e6  # a check simulates only small problems (batch3x3 is 0.3 MFLOP, about 3 s per variant)
-
 
 @dataclass
 class CheckReport:
@@ -39,7 +37,7 @@ def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckRep
         avail = backend_class(name).probe()
         report.backends[name] = {"available": avail.available, "detail": avail.detail,
                                  "how_to_get": avail.how_to_get}
-        if avail.available:
+        if avail.available and backend_class(name).in_check:
             backends[name] = backend_class(name)()
     for name, variant in VARIANTS.items():
         row: dict = {"variant": name}
@@ -63,9 +61,10 @@ def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckRep
             row[col] = (f"ok, {usage.get('registers', '?')} regs, "
                         f"{usage.get('spill_store_bytes', 0)} B spilled")
         for bname, backend in backends.items():
-            if bname == "gpgpusim" and problem.flops > SIM_MAX_FLOPS:
-                row[bname] = (f"skipped: {problem.flops / 1e9:.2f} GFLOP is too much to simulate in a check "
-                              "(about 0.2 M thread instructions per second); try --problem batch3x3")
+            limit = backend.check_max_flops
+            if limit is not None and problem.flops > limit:
+                row[bname] = (f"skipped: {problem.flops / 1e9:.2f} GFLOP is more than a check runs on {bname} "
+                              f"({limit / 1e6:g} MFLOP); try --problem batch3x3")
                 continue
             result = backend.run(kernel, problem.B, options)
             text = result.status

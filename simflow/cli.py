@@ -233,13 +233,12 @@ def _store(args, read_only: bool = False):
 
 
 def cmd_profile(args) -> int:
-    from .jobs import Job
-    from .ncu import profile
+    from .jobs import Job, run_job
 
     problem = _problem(args)
-    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu", seed=args.seed,
+    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu-ncu", seed=args.seed,
                    timeout_s=args.timeout)
-    result = profile(job, _results(args))
+    result = run_job(job, _results(args))
     _store_result(result, args)
     if args.json:
         print(result.to_json())
@@ -267,6 +266,8 @@ def cmd_correlate(args) -> int:
 
 
 def cmd_runs(args) -> int:
+    from .backends import backend_class, backend_names
+    from .backends.base import headline
     from .store import select
 
     with _store(args, read_only=True) as store:
@@ -278,7 +279,7 @@ def cmd_runs(args) -> int:
         return 0
     rows = []
     for r in runs:
-        speed = next((f"{r.metrics[m]:.6g} {m}" for m in ("time_ms", "gpu_sim_cycle") if m in r.metrics), "")
+        speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
         rows.append({"id": r.id, "variant": r.variant, "params": " ".join(f"{k}={show_value(v)}"
                                                                            for k, v in r.params.items()),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .errors import UserError
-from .metrics import DEFAULT_METRICS, SPEED_METRIC, better
+from .metrics import better, default_metrics, speed_metric
 from .store import StoredRun, matches, parse_selector, shape_key
 
 FORMATS = ("table", "markdown", "csv", "json", "html")
@@ -281,7 +281,7 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
     for run in sorted(runs, key=lambda r: r.created):  # the newest of a group wins
         groups[run.label(keys)] = run
     backends = sorted({r.backend for r in groups.values()})
-    names = metrics or [m for b in backends for m in DEFAULT_METRICS.get(b, [])
+    names = metrics or [m for b in backends for m in default_metrics(b)
                         if any(m in r.metrics for r in groups.values())]
     labels = list(groups)
     try:
@@ -296,7 +296,7 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
             value, ref_value = _num(run.metrics.get(m)), _num(ref.metrics.get(m))
             row[m] = value
             row[f"{m} /base"] = value / ref_value if ref_value and not math.isnan(ref_value) else math.nan
-        speed = SPEED_METRIC.get(run.backend)
+        speed = speed_metric(run.backend)
         if speed and speed in run.metrics and speed in ref.metrics and run.metrics[speed]:
             row["speedup"] = ref.metrics[speed] / run.metrics[speed]
         rows.append(row)

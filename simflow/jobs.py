@@ -13,7 +13,6 @@ from pathlib import Path
 
 from .backends import RunOptions, RunResult, backend_class
 from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
-from .errors import UserError
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .problems import Problem
 from .store import keep_result, new_run_folder
@@ -38,7 +37,7 @@ class Job:
     @staticmethod
     def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
         resolved = get_variant(variant).resolve(params)
-        if backend == "gpgpusim" and not kw.get("config"):
+        if backend_class(backend).takes_config and not kw.get("config"):
             kw["config"] = DEFAULT_CONFIG
         return Job(variant, tuple(resolved.items()), problem, backend, **kw)
 
@@ -56,7 +55,7 @@ class Job:
         return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}"
 
     def config_key(self) -> str:
-        if self.backend != "gpgpusim":
+        if not backend_class(self.backend).takes_config:
             return ""
         from .gpgpusim_config import config_key, load_config
 
@@ -67,23 +66,6 @@ class Job:
         out["params"] = dict(self.params)
         out["problem"] = self.problem.as_dict()
         return out
-
-
-_BACKENDS: dict[tuple, object] = {}  # one backend object per process and settings (a GPU context once)
-
-
-def _backend(job: Job, results: Path):
-    if job.backend == "gpu":
-        key = ("gpu",)
-        if key not in _BACKENDS:
-            _BACKENDS[key] = backend_class("gpu")()
-        return _BACKENDS[key]
-    if job.backend == "gpgpusim":
-        from .backends.gpgpusim import GpgpusimBackend
-
-        return GpgpusimBackend(config=job.config, docker_image=job.docker_image or None, timeout_s=job.timeout_s,
-                               results=results, engine=job.engine or None)
-    raise UserError(f"unknown backend {job.backend!r}")
 
 
 def run_job(job: Job, results: Path) -> RunResult:
@@ -98,21 +80,14 @@ def run_job(job: Job, results: Path) -> RunResult:
 
 def _run_job(job: Job, results: Path) -> RunResult:
     kernel = job.kernel()
-    backend = _backend(job, results)
+    backend = backend_class(job.backend).from_job(job, results)
     options = RunOptions(seed=job.seed, repeats=job.repeats, warmup=job.warmup, sample_check=job.sample_check)
-    if job.backend == "gpgpusim":
-        result = backend.run(kernel, job.problem.B, options)
-        if not result.run_id:  # refused before a folder was made
-            result.run_id, folder = new_run_folder(job.variant, results)
-            (folder / "kernel.cu").write_text(kernel.source)
-            result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
-        return result
-    run_id, folder = new_run_folder(job.variant, results)
-    (folder / "kernel.cu").write_text(kernel.source)
-    (folder / "job.json").write_text(json.dumps(job.as_dict(), indent=2) + "\n")
     result = backend.run(kernel, job.problem.B, options)
-    result.run_id = run_id
-    result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu")}
+    if not result.run_id:  # the backend kept no folder of its own (a GPU run, a refusal): one like every run's
+        result.run_id, folder = new_run_folder(job.variant, results)
+        (folder / "kernel.cu").write_text(kernel.source)
+        (folder / "job.json").write_text(json.dumps(job.as_dict(), indent=2) + "\n")
+        result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"), **result.artifacts}
     return result
 
 

@@ -18,14 +18,26 @@ CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error":
 RUN_BETTER = {"sim_wall_s": "lower", "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
               "cta_per_core": "higher", **CHECK_BETTER}
 
-# Metrics a comparison shows when the user names none, per backend.
-DEFAULT_METRICS = {
-    "gpu": ["time_ms", "gflops", "gbps", "registers", "theoretical_occupancy"],
-    "gpgpusim": ["gpu_sim_cycle", "gpu_ipc", "gpu_sim_insn", "L1D_total_cache_accesses", "L1D_total_cache_misses",
-                 "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict", "L2_total_cache_accesses"],
-}
-# The metric a speed-up is computed from, per backend (lower is faster).
-SPEED_METRIC = {"gpu": "time_ms", "gpgpusim": "gpu_sim_cycle"}
+def _backend(name: str):
+    from .backends import backend_class
+    from .errors import UserError
+
+    try:
+        return backend_class(name)
+    except UserError:  # a record of a backend this simflow does not know: no facts
+        return None
+
+
+def default_metrics(backend: str) -> list[str]:
+    """What a comparison shows for a backend's runs when the user names no metric (the backend says)."""
+    cls = _backend(backend)
+    return list(cls.default_metrics) if cls else []
+
+
+def speed_metric(backend: str) -> str:
+    """The metric a backend's speed-up is computed from (lower is faster), or ''."""
+    cls = _backend(backend)
+    return cls.speed_metric if cls else ""
 
 
 def better(name: str) -> str:

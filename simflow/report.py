@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .compare import comparison, render
 from .errors import UserError
-from .metrics import SPEED_METRIC, better
+from .metrics import better, speed_metric
 from .store import StoredRun
 
 MAX_METRIC_PLOTS = 8
@@ -120,7 +120,7 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
             plots.append(_bar(plt, labels, list(frame[name]), f"{name}{note}; baseline in orange", unit or name,
                               folder / f"{slug}-{_safe(name)}.png", highlight=base))
         if "speedup" in frame and backend:
-            speed = SPEED_METRIC[backend]
+            speed = speed_metric(backend)
             plots.insert(0, _bar(plt, labels, list(frame["speedup"]),
                                  f"speed-up over the baseline (orange), from {speed}\nhigher is faster",
                                  f"baseline {speed} / {speed}", folder / f"{slug}-speedup.png", reference=1.0,

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends import backend_names
+from .backends import backend_class, backend_names
 from .errors import LimitError, UserError
 from .gpgpusim_config import DEFAULT_CONFIG
 from .jobs import Job, JobOutcome, run_job_safely
@@ -111,7 +111,7 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
         if b not in backend_names():
             raise fail(_line(text, "backends"), f"unknown backend {b!r}; valid backends: {', '.join(backend_names())}")
     configs = _as_list(data.get("configs", [DEFAULT_CONFIG]))
-    if "gpgpusim" in backends:
+    if any(backend_class(b).takes_config for b in backends):
         from .gpgpusim_config import load_config
 
         for c in configs:
@@ -178,7 +178,7 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
         for combo in itertools.product(*axes.values()):
             params = dict(zip(keys, combo, strict=True))
             for problem, backend in itertools.product(problems, backends):
-                for config in configs if backend == "gpgpusim" else [""]:
+                for config in configs if backend_class(backend).takes_config else [""]:
                     if config.endswith(".toml") and not os.path.isabs(config):
                         config = str(path.parent / config)
                     job = Job.make(name, params, problem, backend, config=config, **options)
@@ -354,8 +354,8 @@ def _local(todo: list[Job], results: Path, workers: int, _scheduler, _executor, 
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
-    other = [j for j in todo if j.backend != "gpu"]
-    gpu_jobs = [j for j in todo if j.backend == "gpu"]
+    other = [j for j in todo if not backend_class(j.backend).serial]
+    gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
     lanes = []  # (pool, its jobs still to submit, how many run at once)
     for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
         if jobs:

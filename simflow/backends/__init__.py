@@ -1,11 +1,14 @@
-"""Backends run a rendered kernel: `gpu` (PyCUDA on a real GPU), `gpgpusim` (the cycle simulator).
+"""Backends run a rendered kernel: `gpu` (PyCUDA on a real GPU), `gpgpusim` (the cycle simulator),
+`gpu-ncu` (the GPU path once under Nsight Compute, its counters under the simulator's names).
 
-Backend modules are imported only when asked for, so `import simflow` pulls in no GPU library.
+Backend modules are imported only when asked for, so `import simflow` pulls in no GPU library. A new
+backend is one module with a Backend subclass (its facts as class attributes) and one line here.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 from ..errors import UserError
 from .base import Availability, Backend, RunOptions, RunResult
@@ -13,6 +16,7 @@ from .base import Availability, Backend, RunOptions, RunResult
 _BACKENDS = {
     "gpu": "simflow.backends.gpu:GpuBackend",
     "gpgpusim": "simflow.backends.gpgpusim:GpgpusimBackend",
+    "gpu-ncu": "simflow.backends.ncu:NcuBackend",
 }
 
 
@@ -25,6 +29,21 @@ def backend_class(name: str) -> type[Backend]:
 
 def backend_names() -> list[str]:
     return list(_BACKENDS)
+
+
+def register(name: str, target: str) -> None:
+    """Add a backend ('module:Class') to the registry, in this process and the workers it starts
+    (through SIMFLOW_BACKENDS, 'name=module:Class;...', read when this module is imported)."""
+    _BACKENDS[name] = target
+    entries = [e for e in os.environ.get(ENV, "").split(";") if e and not e.startswith(f"{name}=")]
+    os.environ[ENV] = ";".join([*entries, f"{name}={target}"])
+
+
+ENV = "SIMFLOW_BACKENDS"
+for _entry in filter(None, os.environ.get(ENV, "").split(";")):
+    _name, _, _target = _entry.partition("=")
+    if _name and ":" in _target:
+        _BACKENDS[_name.strip()] = _target.strip()
 
 
 __all__ = ["Availability", "Backend", "RunOptions", "RunResult", "backend_class", "backend_names"]

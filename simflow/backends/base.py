@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
 
 from ..results import STATUSES, RunResult, utc_timestamp
 from ..variants import Kernel
@@ -31,15 +33,36 @@ class Availability:
 
 
 class Backend(ABC):
-    """Builds and runs a rendered kernel as a whole: no memcpy-level calls leak out."""
+    """Builds and runs a rendered kernel as a whole: no memcpy-level calls leak out.
 
-    name: str
+    A backend declares its facts here, and callers look them up through the registry
+    (backends.backend_class) instead of naming backends: adding one is a module and a registry line."""
+
+    name: ClassVar[str]
+    takes_config: ClassVar[bool] = False  # a simulator config is part of each of its jobs
+    serial: ClassVar[bool] = False  # its jobs run one at a time (timings must not share one device)
+    default_metrics: ClassVar[tuple[str, ...]] = ()  # what a comparison shows when the user names none
+    speed_metric: ClassVar[str] = ""  # lower is faster; a comparison's speed-up comes from it ('' = none)
+    check_max_flops: ClassVar[float | None] = None  # `simflow check` skips larger problems (None: no limit)
+    in_check: ClassVar[bool] = True  # `simflow check` runs every variant on it when present
 
     @classmethod
     @abstractmethod
     def probe(cls) -> Availability:
         """Is this backend usable here? Cheap, never raises."""
 
+    @classmethod
+    def from_job(cls, job, results: Path) -> Backend:
+        """The backend that runs `job` (jobs.Job), its run folders under `results`."""
+        return cls()
+
     @abstractmethod
     def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
         """Compile, run, check and measure `kernel` on `batch` images."""
+
+
+
+def headline(cls: type[Backend], metrics: dict) -> str:
+    """The one figure `simflow runs` shows for a run of this backend: its speed metric."""
+    name = cls.speed_metric
+    return f"{metrics[name]:.6g} {name}" if name and name in metrics else ""

@@ -299,6 +299,17 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
 
 class GpgpusimBackend(Backend):
     name = "gpgpusim"
+    takes_config = True
+    default_metrics = ("gpu_sim_cycle", "gpu_ipc", "gpu_occupancy", "gpu_sim_insn", "L1D_total_cache_accesses",
+                       "L1D_total_cache_misses", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict",
+                       "L2_total_cache_accesses")
+    speed_metric = "gpu_sim_cycle"
+    check_max_flops = 50e6  # a check simulates small problems only (batch3x3: 0.3 MFLOP, about 3 s a variant)
+
+    @classmethod
+    def from_job(cls, job, results) -> GpgpusimBackend:
+        return cls(config=job.config, docker_image=job.docker_image or None, timeout_s=job.timeout_s,
+                   results=results, engine=job.engine or None)
 
     @classmethod
     def probe(cls) -> Availability:

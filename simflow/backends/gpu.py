@@ -59,8 +59,20 @@ def _primary_context():
     return _PRIMARY[0]
 
 
+_INSTANCE: list = []  # one GPU backend per process: one context, one module cache
+
+
 class GpuBackend(Backend):
     name = "gpu"
+    serial = True
+    default_metrics = ("time_ms", "gflops", "gbps", "registers", "theoretical_occupancy")
+    speed_metric = "time_ms"
+
+    @classmethod
+    def from_job(cls, job, results) -> GpuBackend:
+        if not _INSTANCE:
+            _INSTANCE.append(cls())
+        return _INSTANCE[0]
 
     @classmethod
     def probe(cls) -> Availability:

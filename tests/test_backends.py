@@ -1,0 +1,80 @@
+"""Every registered backend keeps the contract; adding one is a module and one registry line."""
+
+import json
+import sys
+
+import pytest
+
+from simflow.backends import Availability, Backend, backend_class, backend_names, register
+from simflow.jobs import Job, run_job
+from simflow.metrics import default_metrics, speed_metric
+from simflow.problems import get_problem
+from simflow.store import Store
+from simflow.sweep import load_sweep, run_sweep
+
+
+@pytest.mark.parametrize("name", backend_names())
+def test_every_backend_declares_its_facts_and_probes_without_raising(name):
+    cls = backend_class(name)
+    assert issubclass(cls, Backend) and cls.name == name
+    assert isinstance(cls.takes_config, bool) and isinstance(cls.serial, bool) and isinstance(cls.in_check, bool)
+    assert cls.default_metrics and all(isinstance(m, str) for m in cls.default_metrics)
+    assert cls.speed_metric == "" or cls.speed_metric in cls.default_metrics
+    assert default_metrics(name) == list(cls.default_metrics) and speed_metric(name) == cls.speed_metric
+    found = cls.probe()
+    assert isinstance(found, Availability) and found.detail and (found.available or found.how_to_get)
+
+
+ECHO = '''
+from simflow.backends.base import Availability, Backend
+from simflow.results import RunResult
+
+
+class EchoBackend(Backend):
+    """Answers with the kernel's source length: a backend with no hardware, for the test."""
+
+    name = "echo"
+    default_metrics = ("source_lines",)
+    speed_metric = "source_lines"
+
+    @classmethod
+    def probe(cls):
+        return Availability(True, "always here")
+
+    def run(self, kernel, batch, options):
+        result = RunResult(status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
+                           problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
+                           kernels=kernel.kernel_names, seed=options.seed)
+        result.add("source_lines", kernel.source.count("\\n"))
+        return result
+'''
+
+
+@pytest.fixture
+def echo(tmp_path, monkeypatch):
+    (tmp_path / "echo_backend.py").write_text(ECHO)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from simflow import backends
+
+    monkeypatch.setattr(backends, "_BACKENDS", dict(backends._BACKENDS))
+    monkeypatch.setenv("SIMFLOW_BACKENDS", "")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # sweep workers import the module too
+    register("echo", "echo_backend:EchoBackend")  # the one line
+    yield
+    sys.modules.pop("echo_backend", None)
+
+
+def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
+    result = run_job(Job.make("shared", {}, get_problem("batch3x3"), "echo"), tmp_path)
+    assert result.status == "passed" and result.metrics["source_lines"] > 10
+    assert json.loads((tmp_path / "runs" / result.run_id / "result.json").read_text())["backend"] == "echo"
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('backends = ["echo"]\n[[variants]]\nname = "global"\ntile = [8, 16]\n')
+    with Store(tmp_path) as store:
+        report = run_sweep(load_sweep(sweep), store, workers=1, quiet=True)
+        assert len(report.stored) == 2 and not report.errors
+        from simflow.compare import comparison
+
+        table = comparison(store.runs(), ["variant"], baseline="tile=8").tables
+    echo_table = next(t for t in table if t.backend == "echo")
+    assert "source_lines" in echo_table.frame and "speedup" in echo_table.frame
