@@ -255,7 +255,7 @@ def cmd_profile(args) -> int:
 
 def cmd_correlate(args) -> int:
     from .compare import correlate, render
-    from .store import select
+    from .selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -268,7 +268,7 @@ def cmd_correlate(args) -> int:
 def cmd_runs(args) -> int:
     from .backends import backend_class, backend_names
     from .backends.base import headline
-    from .store import select
+    from .selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -289,7 +289,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from .store import resolve_one
+    from .selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         run = resolve_one(store, args.run)
@@ -320,7 +320,7 @@ def _emit(text: str, output: str | None) -> None:
 
 def cmd_diff(args) -> int:
     from .compare import comparable, diff, regressions, render
-    from .store import resolve_one
+    from .selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
@@ -341,7 +341,7 @@ def cmd_diff(args) -> int:
 
 def cmd_compare(args) -> int:
     from .compare import comparison, render
-    from .store import select
+    from .selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -394,7 +394,8 @@ def cmd_import(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .sweep import load_sweep, plan, run_sweep
+    from .sweep import plan, run_sweep
+    from .sweep_file import load_sweep
 
     sweep = load_sweep(args.file)
     with _store(args) as store:
@@ -433,7 +434,7 @@ def cmd_sweep(args) -> int:
 
 def cmd_report(args) -> int:
     from .report import write_report
-    from .store import select
+    from .selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from .errors import UserError
 from .metrics import better, default_metrics, speed_metric
-from .store import StoredRun, matches, parse_selector, shape_key
+from .selectors import matches, parse_selector
+from .store import StoredRun, shape_key
 
 FORMATS = ("table", "markdown", "csv", "json", "html")
 DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same

@@ -15,7 +15,7 @@ from .backends import RunOptions, RunResult, backend_class
 from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .problems import Problem
-from .store import keep_result, new_run_folder
+from .run_folders import keep_result, new_run_folder
 from .variants import Kernel, get_variant, show_value
 
 

@@ -10,6 +10,7 @@ hardware's own basis; `ALIGNED` also says how a simulator value is brought to th
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 from .errors import UserError
 from .jobs import Job
 from .results import RunResult
-from .store import keep_result, new_run_folder
+from .run_folders import keep_result, new_run_folder
 from .variants import show_value
 
 NCU_OPTIONS = ("--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none")
@@ -158,8 +159,9 @@ def ncu_command(ncu: Path, kernels: list[str], target: list[str]) -> list[str]:
             "--launch-count", str(len(kernels)), *target]
 
 
-def read_output(result: RunResult, raw: str, returncode: int, log_path: Path) -> None:
-    """Fill a gpu-ncu result from ncu's output: counters, status and reason."""
+def read_output(result: RunResult, raw: str, returncode: int, log_path: Path, child: dict | None = None) -> None:
+    """Fill a gpu-ncu result from ncu's output: counters, status and reason. `child` is the profiled
+    run's own result.json (its status: a run that failed its check makes this one fail too)."""
     if "ERR_NVGPUCTRPERM" in raw:
         raise UserError(f"{COUNTER_HELP}; ncu output kept in {log_path}")
     try:
@@ -185,9 +187,10 @@ def read_output(result: RunResult, raw: str, returncode: int, log_path: Path) ->
         result.status = "crashed"
         result.reason = (f"ncu exit {returncode}; kernels not profiled: {', '.join(missing) or 'none'}; "
                          f"output kept in {log_path}")
-    child = re.search(r'^\{\n  "status": "(\w+)"', raw, flags=re.M)
-    if child and child[1] != "passed" and result.status == "passed":
-        result.status, result.reason = child[1], f"the profiled run did not pass its check (see {log_path})"
+    status = (child or {}).get("status", "passed")
+    if status != "passed" and result.status == "passed":
+        result.status = status
+        result.reason = f"the profiled run did not pass: {(child or {}).get('reason', '')} (see {log_path})"
 
 
 def profile(job: Job, results: Path) -> RunResult:
@@ -212,6 +215,13 @@ def profile(job: Job, results: Path) -> RunResult:
                        seed=job.seed, environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "log": str(folder / "ncu.log")}
-    read_output(result, raw, proc.returncode, folder / "ncu.log")
+    kept = sorted((folder / "target" / "runs").glob("*/result.json"))  # the profiled run's own record
+    child = None
+    if kept:
+        try:
+            child = json.loads(kept[-1].read_text())
+        except (OSError, ValueError):
+            child = {"status": "crashed", "reason": f"its result.json ({kept[-1]}) is unreadable"}
+    read_output(result, raw, proc.returncode, folder / "ncu.log", child)
     keep_result(result, folder)
     return result

@@ -21,6 +21,16 @@ STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused"
             "crashed", "aborted", "timed_out", "stopped_at_limit", "interrupted")
 
 
+def to_stored(value):
+    """A metric as JSON and SQLite keep it: NaN (the simulator's -nan, a missing value) becomes None."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def from_stored(value):
+    """The inverse of to_stored: None becomes NaN."""
+    return math.nan if value is None else value
+
+
 def utc_timestamp() -> str:
     """UTC, ISO 8601 with microseconds: runs made within one second still sort in the order they were made."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -99,8 +109,7 @@ class RunResult:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["problem"] = self.problem.as_dict()
-        out["metrics"] = {k: (None if isinstance(v, float) and math.isnan(v) else v)
-                          for k, v in self.metrics.items()}
+        out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
         return out
 
     def to_json(self) -> str:
@@ -112,5 +121,5 @@ class RunResult:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["problem"] = Problem(**data["problem"])
-        kw["metrics"] = {k: (math.nan if v is None else v) for k, v in data.get("metrics", {}).items()}
+        kw["metrics"] = {k: from_stored(v) for k, v in data.get("metrics", {}).items()}
         return cls(**kw)

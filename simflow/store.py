@@ -1,4 +1,4 @@
-"""The results store: every run a record in one SQLite file, beside the run folders.
+"""The results store: every run a record in one SQLite file, beside the run folders (run_folders.py).
 
 <results>/simflow.db holds the records; <results>/runs/<run id>/ the kept files (rendered
 source, simulator log, result.json). A record is written in one transaction after the run has
@@ -10,18 +10,16 @@ file from a newer simflow is refused.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import UserError
 from .problems import Problem
 from .resources import results_dir
-from .results import RunResult
+from .results import RunResult, from_stored, to_stored
 
 DB_NAME = "simflow.db"
 BUSY_TIMEOUT_S = 60
@@ -72,20 +70,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 class StoreError(UserError):
     """The database cannot be used (locked, disk full, newer schema); says what to do."""
-
-
-def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
-    """A fresh folder <results>/runs/<time>-<variant>-<random> and its name, the run id."""
-    runs = (root or results_dir()).resolve() / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    while True:
-        run_id = f"{stamp}-{variant}-{os.urandom(3).hex()}"
-        try:
-            (runs / run_id).mkdir()
-            return run_id, runs / run_id
-        except FileExistsError:
-            continue
 
 
 def shape_key(problem: Problem) -> str:
@@ -142,7 +126,7 @@ class StoredRun:
                                              "seed", "environment", "kernels", "simflow_version", "units",
                                              "artifacts")}
         out["problem"] = self.problem.as_dict()
-        out["metrics"] = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.metrics.items()}
+        out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
         return out
 
 
@@ -296,7 +280,7 @@ class Store:
                result.fingerprint, result.problem.name, shape_key(result.problem), result.backend, runner,
                env.get("config", ""), env.get("config_key", ""), env.get("config_hash", ""), result.status,
                result.reason, result.seed, json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__)
-        metrics = [(result.run_id, kernel, name, None if isinstance(v, float) and math.isnan(v) else float(v),
+        metrics = [(result.run_id, kernel, name, None if to_stored(v) is None else float(v),
                     result.units.get(f"{kernel}.{name}" if kernel else name, ""))
                    for kernel, values in result.split_metrics().items() for name, v in values.items()]
         artifacts = [(result.run_id, kind, path) for kind, path in result.artifacts.items()]
@@ -330,7 +314,7 @@ class Store:
                 for run_id, kernel, name, value, unit in self.conn.execute(
                         f"SELECT * FROM metrics WHERE run_id IN ({marks})", tuple(found)):
                     key = f"{kernel}.{name}" if kernel else name
-                    found[run_id].metrics[key] = math.nan if value is None else value
+                    found[run_id].metrics[key] = from_stored(value)
                     if unit:
                         found[run_id].units[key] = unit
                 for run_id, kind, path in self.conn.execute(
@@ -370,78 +354,3 @@ class Store:
             if status == "passed" or (failed_too and status != "interrupted"):  # a stopped run is run again
                 return run_id
         return None
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Atomically: a reader sees the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
-def keep_result(result: RunResult, folder: Path) -> None:
-    """result.json in the run folder, atomically."""
-    result.artifacts.setdefault("result", str(folder / "result.json"))
-    write_json(folder / "result.json", result.to_dict())
-
-
-# ---- selecting runs ---------------------------------------------------------------------------
-
-SELECTOR_KEYS = ("id", "variant", "backend", "problem", "config", "status", "runner", "fingerprint", "batch")
-
-
-def parse_selector(text: str) -> dict[str, str]:
-    """'variant=shared,tile=16' -> {'variant': 'shared', 'tile': '16'}."""
-    out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise UserError(f"selector part {part!r} is not KEY=VALUE (keys: {', '.join(SELECTOR_KEYS)} "
-                            "or a variant parameter such as tile)")
-        key, value = (s.strip() for s in part.split("=", 1))
-        out[key] = value
-    return out
-
-
-def matches(run: StoredRun, selector: dict[str, str]) -> bool:
-    return all(run.id.startswith(v) if k == "id" else run.value(k) == v for k, v in selector.items())
-
-
-def select(runs: list[StoredRun], filters: Iterable[str]) -> list[StoredRun]:
-    """Runs matching every filter (each KEY=VALUE[,KEY=VALUE])."""
-    selector: dict[str, str] = {}
-    for f in filters:
-        selector.update(parse_selector(f))
-    return [r for r in runs if matches(r, selector)]
-
-
-def resolve_one(store: Store, text: str) -> StoredRun:
-    """A run id (or a unique prefix), or a selector matching one run or repeats of one run (same variant,
-    parameters, problem, backend and config: the newest passed repeat)."""
-    import difflib
-
-    runs = store.runs()
-    if "=" not in text:
-        found = [r for r in runs if r.id == text] or [r for r in runs if r.id.startswith(text)]
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            close = difflib.get_close_matches(text, [r.id for r in runs], n=5, cutoff=0.4)
-            hint = f"; close matches: {', '.join(close)}" if close else f"; {len(runs)} runs stored in {store.path}"
-            raise UserError(f"no run {text!r}{hint}")
-    else:
-        found = select(runs, [text])
-        if not found:
-            selector = parse_selector(text)
-            near = [r for r in runs if sum(matches(r, {k: v}) for k, v in selector.items()) == len(selector) - 1]
-            hint = "; runs that differ in one key: " + ", ".join(
-                f"{r.id} ({r.label(selector)})" for r in near[-5:]) if near else ""
-            raise UserError(f"no run matches {text!r}{hint}")
-    if len(found) > 1 and len({(r.variant, json.dumps(r.params, sort_keys=True, default=str), shape_key(r.problem),
-                                r.backend, r.config_key) for r in found}) == 1:
-        # repeats of one run: the newest that passed (or the newest)
-        return max(found, key=lambda r: (r.status == "passed", r.created))
-    if len(found) > 1:
-        listing = "\n  ".join(f"{r.id}  {r.variant} {r.label(r.params)} {r.problem.name} {r.backend} {r.status}"
-                              for r in found[-10:])
-        raise UserError(f"{text!r} matches {len(found)} runs; name one (a run id, or more KEY=VALUE):\n  {listing}")
-    return found[0]

@@ -17,7 +17,7 @@ from simflow.backends.gpgpusim import finish, prepare
 from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
-from simflow.store import new_run_folder, write_json
+from simflow.run_folders import new_run_folder, write_json
 from simflow.variants import render
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -10,7 +10,8 @@ from simflow.jobs import Job, run_job
 from simflow.metrics import default_metrics, speed_metric
 from simflow.problems import get_problem
 from simflow.store import Store
-from simflow.sweep import load_sweep, run_sweep
+from simflow.sweep import run_sweep
+from simflow.sweep_file import load_sweep
 
 
 @pytest.mark.parametrize("name", backend_names())

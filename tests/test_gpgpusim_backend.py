@@ -31,8 +31,9 @@ from simflow.errors import UserError
 from simflow.gpgpusim_config import load_config
 from simflow.problems import get_problem
 from simflow.reference import conv2d_reference, make_inputs
+from simflow.run_folders import new_run_folder, write_json
 from simflow.standalone import cuda11_toolkit
-from simflow.store import Store, new_run_folder, write_json
+from simflow.store import Store
 from simflow.toolkits import cuda_install_path
 from simflow.variants import render
 

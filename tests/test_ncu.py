@@ -67,6 +67,13 @@ def test_failures():
                        fingerprint="x", kernels=["conv2d_global"])
     with pytest.raises(UserError, match="ERR_NVGPUCTRPERM.*NVreg_RestrictProfilingToAdminUsers=0"):
         ncu.read_output(result, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", 1, Path("l"))
+    # the profiled run's own record (its result.json) failed its check: so does the profile
+    kernel = render("shared", PROBLEM)
+    wrong = RunResult(status="passed", backend="gpu-ncu", variant="shared", params=kernel.params, problem=PROBLEM,
+                      fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names)
+    ncu.read_output(wrong, text("ncu-h200_shared_batch3x3.log.gz"), 0, Path("ncu.log"),
+                    child={"status": "wrong_result", "reason": "3 of 4096 output elements wrong"})
+    assert wrong.status == "wrong_result" and "3 of 4096 output elements wrong" in wrong.reason
 
 
 def test_ncu_missing_says_how_to_get_it(monkeypatch, tmp_path):

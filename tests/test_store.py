@@ -10,7 +10,8 @@ from runs import gpu_record, sim_record
 
 from simflow import store as store_module
 from simflow.errors import UserError
-from simflow.store import Store, StoreError, resolve_one, select
+from simflow.selectors import resolve_one, select
+from simflow.store import Store, StoreError
 
 
 def test_a_sim_run_round_trips(tmp_path):

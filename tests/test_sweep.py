@@ -15,7 +15,8 @@ from runs import sim_record
 
 from simflow.errors import UserError
 from simflow.store import Store
-from simflow.sweep import load_sweep, plan, run_sweep
+from simflow.sweep import plan, run_sweep
+from simflow.sweep_file import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

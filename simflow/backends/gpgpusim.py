@@ -43,8 +43,8 @@ from ..gpgpusim_log import STATS, parse_file
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
+from ..run_folders import keep_result, new_run_folder, write_json
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
-from ..store import keep_result, new_run_folder, write_json
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
 from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
