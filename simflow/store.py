@@ -312,7 +312,7 @@ class Store:
             if found:
                 marks = ",".join("?" * len(found))
                 for run_id, kernel, name, value, unit in self.conn.execute(
-                        f"SELECT * FROM metrics WHERE run_id IN ({marks})", tuple(found)):
+                        f"SELECT * FROM metrics WHERE run_id IN ({marks}) ORDER BY run_id, kernel, name", tuple(found)):
                     key = f"{kernel}.{name}" if kernel else name
                     found[run_id].metrics[key] = from_stored(value)
                     if unit:

@@ -45,7 +45,13 @@ def image():
         if os.environ.get(var):
             cmd += ["--build-arg", f"{arg}={os.environ[var]}"]
     proc = subprocess.run([*cmd, str(ROOT)], capture_output=True, text=True, timeout=3600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    said = proc.stdout + proc.stderr
+    unreachable = ("Could not resolve host", "unable to access", "Connection refused", "Could not read from remote")
+    if proc.returncode != 0 and not os.environ.get("SIMFLOW_TEST_GPGPUSIM_REPO") and any(
+            words in said for words in unreachable):
+        pytest.skip("the build cannot reach the simulator's repository; serve a copy and name it in "
+                    "SIMFLOW_TEST_GPGPUSIM_REPO (README 'Docker without a registry')")
+    assert proc.returncode == 0, said[-6000:]
     return IMAGE
 
 
