@@ -73,6 +73,25 @@ def _simulator_support(variant) -> dict:
     return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses}
 
 
+def _metric_list(args) -> list[str] | None:
+    """--metrics a,b,c as a list (None: the command's default metrics)."""
+    return [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+
+
+def _params_text(params: dict) -> str:
+    return " ".join(f"{k}={show_value(v)}" for k, v in params.items())
+
+
+def _metric_rows(metrics: dict, units: dict, prefix: str = "") -> list[dict]:
+    """metric / value / unit rows of a run's metrics (`prefix` finds the units of one kernel's)."""
+    return [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": units.get(prefix + k, "")}
+            for k, v in metrics.items()]
+
+
+def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print JSON{': ' + what if what else ''}")
+
+
 def cmd_variants(args) -> int:
     data = [
         {"variant": v.name, "summary": v.summary, "precision": v.precision,
@@ -149,8 +168,7 @@ def cmd_run(args) -> int:
         print(result.to_json())
     else:
         _print_result(result, problem)
-        rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": result.units.get(k, "")}
-                for k, v in result.metrics.items()]
+        rows = _metric_rows(result.metrics, result.units)
         print(_table(rows))
         print(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
         print(f"run: {result.run_id} ({result.artifacts.get('run_dir')})")
@@ -170,20 +188,18 @@ _SIM_SHOWN = ("regs", "smem", "cta_per_core", *SUMMARY)
 
 
 def _print_result(result, problem: Problem) -> None:
-    params = " ".join(f"{k}={show_value(v)}" for k, v in result.params.items())
+    params = _params_text(result.params)
     print(f"{result.variant} [{params}] on {problem.describe()}, backend {result.backend}: {result.status}")
     if result.reason:
         print(f"reason: {result.reason}")
 
 
 def cmd_sim(args) -> int:
-    from .backends.gpgpusim import GpgpusimBackend
     from .jobs import Job, run_job
 
     problem = _problem(args)
     job = Job.make(args.variant, parse_param_args(args.param), problem, "gpgpusim", config=args.config,
                    docker_image=args.docker or "", engine=args.engine or "", timeout_s=args.timeout, seed=args.seed)
-    GpgpusimBackend(config=job.config, docker_image=args.docker, timeout_s=args.timeout)  # checks the settings
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
         print(f"simulating {args.variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
@@ -246,8 +262,8 @@ def cmd_profile(args) -> int:
     _print_result(result, problem)
     groups = result.split_metrics()
     for kernel, values in groups.items():
-        rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": result.units.get(
-            f"{kernel}.{k}" if kernel else k, "")} for k, v in values.items() if not k.startswith("ncu:")]
+        shown = {k: v for k, v in values.items() if not k.startswith("ncu:")}
+        rows = _metric_rows(shown, result.units, f"{kernel}." if kernel else "")
         print((f"{kernel}:\n" if kernel else "") + _table(rows))
     print(f"run: {result.run_id} ({result.artifacts.get('run_dir')}); raw counters are stored as ncu:<metric>")
     return _exit_code(result)
@@ -259,7 +275,7 @@ def cmd_correlate(args) -> int:
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
-    table, points = correlate(runs, args.metrics.split(",") if args.metrics else None)
+    table, points = correlate(runs, _metric_list(args))
     _emit(render(table, args.format, f"simulator vs hardware counters over {points['group'].nunique()} variants"),
           args.output)
     return 0
@@ -280,8 +296,7 @@ def cmd_runs(args) -> int:
     rows = []
     for r in runs:
         speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
-        rows.append({"id": r.id, "variant": r.variant, "params": " ".join(f"{k}={show_value(v)}"
-                                                                           for k, v in r.params.items()),
+        rows.append({"id": r.id, "variant": r.variant, "params": _params_text(r.params),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
                      "status": r.status, "figure": speed})
     print(_table(rows))
@@ -297,12 +312,11 @@ def cmd_show(args) -> int:
         print(json.dumps(run.as_dict(), indent=2))
         return 0
     print(f"run {run.id} ({run.created}): {run.variant} "
-          f"[{' '.join(f'{k}={show_value(v)}' for k, v in run.params.items())}] on {run.problem.describe()}")
+          f"[{_params_text(run.params)}] on {run.problem.describe()}")
     print(f"backend {run.backend} ({run.runner}{', config ' + run.config if run.config else ''}): {run.status}"
           + (f"\nreason: {run.reason}" if run.reason else ""))
     print(f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}")
-    rows = [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": run.units.get(k, "")}
-            for k, v in run.metrics.items()]
+    rows = _metric_rows(run.metrics, run.units)
     print(_table(rows))
     print("environment: " + ", ".join(f"{k}={v}" for k, v in run.environment.items()))
     for kind, path in run.artifacts.items():
@@ -327,7 +341,7 @@ def cmd_diff(args) -> int:
     why = comparable(a, b)
     if why and not args.force:
         raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force shows the table anyway")
-    frame = diff(a, b, args.metrics.split(",") if args.metrics else None, args.threshold / 100)
+    frame = diff(a, b, _metric_list(args), args.threshold / 100)
     title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
     if why:
         title += f"  [not comparable: {why}]"
@@ -345,7 +359,7 @@ def cmd_compare(args) -> int:
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
-    result = comparison(runs, args.by.split(","), args.metrics.split(",") if args.metrics else None, args.baseline,
+    result = comparison(runs, args.by.split(","), _metric_list(args), args.baseline,
                         all_statuses=args.all_statuses, force=args.force)
     def title(t) -> str:
         missing = "" if t.baseline_found else f" ({args.baseline} is not in this table)"
@@ -439,7 +453,7 @@ def cmd_report(args) -> int:
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
     paths = write_report(runs, Path(args.output), by=args.by.split(","),
-                         metrics=args.metrics.split(",") if args.metrics else None, baseline=args.baseline)
+                         metrics=_metric_list(args), baseline=args.baseline)
     for path in paths:
         print(path)
     return 0
@@ -521,11 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("variants", help="list the kernel variants and their parameters")
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_variants)
 
     p = sub.add_parser("problems", help="list the problem presets")
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_problems)
 
     p = sub.add_parser("render", help="print a variant's rendered CUDA source")
@@ -543,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-check", action="store_true",
                    help="check a seeded sample of 4096 outputs instead of every one (the default)")
     _storing_args(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, ...")
+    _json_arg(p, "one JSON object: status, metrics, ...")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("sim", help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
@@ -557,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
     _storing_args(p)
-    p.add_argument("--json", action="store_true", help="one JSON object: status, metrics, log, ...")
+    _json_arg(p, "one JSON object: status, metrics, log, ...")
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("sim-exec", help="execute a prepared simulator run folder here (what --docker runs)")
@@ -566,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("parse", help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
     p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")
-    p.add_argument("--json", action="store_true", help="run facts and one record per kernel launch")
+    _json_arg(p, "run facts and one record per kernel launch")
     p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
     p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
     p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
@@ -579,7 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
     _storing_args(p)
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("correlate", help="simulator vs hardware counters over variants run both ways: Pearson, "
@@ -593,13 +607,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--last", type=int, help="only the newest N")
     _results_arg(p)
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_runs)
 
     p = sub.add_parser("show", help="one stored run: everything it recorded")
     p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
     _results_arg(p)
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("diff", help="two runs metric by metric: delta, ratio, better/worse/same")
@@ -630,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
     _results_arg(p)
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("report", help="an HTML + markdown report with tables and plots of stored runs")
@@ -648,14 +662,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("doctor", help="what simflow can use here, what is missing and how to get it")
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("check", help="render, compile and run every variant on every backend present")
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--json", action="store_true")
+    _json_arg(p)
     p.set_defaults(func=cmd_check)
     return parser
 
