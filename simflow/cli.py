@@ -88,6 +88,13 @@ def _metric_rows(metrics: dict, units: dict, prefix: str = "") -> list[dict]:
             for k, v in metrics.items()]
 
 
+def _threshold_arg(parser: argparse.ArgumentParser) -> None:
+    """One meaning in diff and compare: a change within PCT %% is noise ('same'); past it, better or worse
+    (in compare, a group more than PCT %% slower than the baseline is a regression)."""
+    parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
+                        help="%% change within which two values count as the same (default 2)")
+
+
 def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
     parser.add_argument("--json", action="store_true", help=f"print JSON{': ' + what if what else ''}")
 
@@ -620,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a", help="run id or selector (the reference)")
     p.add_argument("b", help="run id or selector")
     p.add_argument("--metrics", help="comma-separated metric names (default: every metric both have)")
-    p.add_argument("--threshold", type=float, default=2.0, help="%% change below which values count as the same")
+    _threshold_arg(p)
     p.add_argument("--force", action="store_true", help="show the table even when the runs are not comparable")
     _format_args(p)
     p.set_defaults(func=cmd_diff)
@@ -630,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
     p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
     p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
-    p.add_argument("--threshold", type=float, default=2.0, help="%% slower than the baseline that counts")
+    _threshold_arg(p)
     p.add_argument("--all-statuses", action="store_true", help="also runs that did not pass (default: passed only)")
     p.add_argument("--force", action="store_true", help="one table even across backends, configs and problems")
     _format_args(p)

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
@@ -77,29 +77,18 @@ def shape_key(problem: Problem) -> str:
 
 
 @dataclass
-class StoredRun:
-    """A run as the store keeps it."""
+class StoredRun(RunResult):
+    """A run as the store keeps it: the result itself, plus how it ran and what it was stored with."""
 
-    id: str
-    created: str
-    variant: str
-    params: dict
-    fingerprint: str
-    problem: Problem
-    backend: str
-    runner: str
-    config: str
-    config_key: str
-    config_hash: str
-    status: str
-    reason: str
-    seed: int
-    environment: dict
-    kernels: list[str]
-    simflow_version: str
-    metrics: dict[str, float] = field(default_factory=dict)  # flat: '<kernel>.<name>' for kernels
-    units: dict[str, str] = field(default_factory=dict)
-    artifacts: dict[str, str] = field(default_factory=dict)
+    runner: str = "native"  # native | docker:<image>
+    config: str = ""  # simulator config name ('' on a GPU)
+    config_key: str = ""  # hash of base + options: part of the cache key
+    config_hash: str = ""  # hash of the config files the simulator read
+    simflow_version: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.run_id
 
     def value(self, key: str) -> str:
         """A selector field as text: variant, backend, problem, config, status, or a parameter."""
@@ -121,12 +110,10 @@ class StoredRun:
         return ",".join(f"{k}={self.value(k)}" for k in keys)
 
     def as_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in ("id", "created", "variant", "params", "fingerprint", "backend",
-                                             "runner", "config", "config_key", "config_hash", "status", "reason",
-                                             "seed", "environment", "kernels", "simflow_version", "units",
-                                             "artifacts")}
-        out["problem"] = self.problem.as_dict()
-        out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
+        """The record as `runs --json` and `show --json` print it: the result's fields (its run id as
+        `id`) and the store's."""
+        out = self.to_dict()
+        out = {"id": out.pop("run_id"), **out}
         return out
 
 
@@ -327,7 +314,7 @@ class Store:
     @staticmethod
     def _row(r) -> StoredRun:
         shape = json.loads(r[6])
-        return StoredRun(id=r[0], created=r[1], variant=r[2], params=json.loads(r[3]), fingerprint=r[4],
+        return StoredRun(run_id=r[0], created=r[1], variant=r[2], params=json.loads(r[3]), fingerprint=r[4],
                          problem=Problem(name=r[5], **shape), backend=r[7], runner=r[8], config=r[9],
                          config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], seed=r[14],
                          environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17])

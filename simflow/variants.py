@@ -97,9 +97,10 @@ class Kernel:
     constant_symbols: dict[str, str] = field(default_factory=dict)  # symbol -> host buffer
     sim_unsupported: str = ""  # why GPGPU-Sim cannot run it, if it cannot
     output: str = "conv"  # what y holds: "conv", or "conv_relu_pool" (see reference.OPS)
+    family: Variant | None = field(default=None, repr=False, compare=False)  # the Variant that rendered it
 
     def launches(self, batch: int) -> list[Launch]:
-        return VARIANTS[self.variant].launches(self, batch)
+        return self.family.launches(self, batch)
 
     def fingerprint(self, options: tuple[str, ...] = ()) -> str:
         digest = hashlib.sha256(self.source.encode())
@@ -113,7 +114,7 @@ class Kernel:
 
     def workspace(self, batch: int) -> dict[str, int]:
         """Device buffers the kernels share besides x, w and y: name -> float count."""
-        return VARIANTS[self.variant].workspace(self, batch)
+        return self.family.workspace(self, batch)
 
     def output_shape(self, batch: int) -> tuple[int, int, int, int]:
         from .reference import output_shape
@@ -123,6 +124,10 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Variant:
+    """A variant: a template and its parameters, and the family code that turns a rendering into
+    launches. This base class is the direct-convolution family (one thread per output, a tile x tile
+    block); other families override the methods below, each documented with what it must return."""
+
     name: str
     template: str
     summary: str
@@ -164,6 +169,8 @@ class Variant:
         return floats
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
         p, tile = kernel.problem, kernel.params["tile"]
         tiles = math.ceil(p.Wout / tile) * math.ceil(p.Hout / tile)
         args = ("x", "y", "batch") if self.fixed["weights"] == "constant" else ("x", "w", "y", "batch")
@@ -182,12 +189,15 @@ class Variant:
         check_threads((params["tile"], params["tile"], 1), _GENERIC_LIMITS, "use a smaller tile")
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
+        """Template values this family computes from the problem and parameters (besides p, params)."""
         return {}
 
     def precision_of(self, params: dict) -> str:
+        """What the kernel computes in: float32, tf32 or float16 (it picks the check's tolerance)."""
         return self.precision
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        """Device buffers the launches share besides x, w and y: name -> float count ({} for one kernel)."""
         return {}
 
     def sim_unsupported(self, params: dict) -> str:
@@ -230,6 +240,7 @@ class Variant:
             constant_symbols=constant_symbols,
             sim_unsupported=self.sim_unsupported(resolved),
             output=self.fixed.get("output", "conv"),
+            family=self,
         )
 
 
@@ -307,6 +318,8 @@ class ImplicitGemmVariant(Variant):
         return {"pool": False, "vector_a": vector_a}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
         p, tile = kernel.problem, kernel.params["tile"]
         columns = _columns(p, batch)
         return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
@@ -327,6 +340,8 @@ class FusedPoolVariant(ImplicitGemmVariant):
                              "use a larger layer")
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
         p, tile = kernel.problem, kernel.params["tile"]
         _columns(p, batch)  # the 32-bit column limit of the GEMM
         columns = 4 * batch * (p.Hout // 2) * (p.Wout // 2)  # one group of 4 per pooled output
@@ -350,6 +365,8 @@ class Im2colGemmVariant(ImplicitGemmVariant):
         return {"col": p.C * p.K * p.K * columns, "gemm": p.M * columns}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
         p, tile = kernel.problem, kernel.params["tile"]
         columns = _columns(p, batch)
         name = f"conv2d_{self.name}"
