@@ -8,7 +8,9 @@ comes back.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
 import sys
 import time
@@ -20,6 +22,8 @@ from .backends import backend_class
 from .errors import LimitError, UserError
 from .jobs import Job, JobOutcome, run_job_safely
 from .orphans import die_with_parent
+from .results import RunResult
+from .run_folders import keep_result, new_run_folder, write_json
 from .store import Store, StoreError
 from .sweep_file import Sweep
 
@@ -137,6 +141,14 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
     planned = plan(sweep, store, retry_failed)
     todo, report.cached = planned.todo, planned.cached
     report.refused = [(f"{sweep.where(job)} {job.describe()}", why) for job, why in planned.refused]
+    for job, why in planned.refused:  # a refusal is a run's record like any other, stored once
+        fingerprint = refusal_fingerprint(job)
+        if not store.cached(fingerprint, job.problem, job.backend, job.config_key()):
+            result = refused_result(job, why, fingerprint, store.root)
+            try:
+                report.stored.append(store.add(result))
+            except StoreError as exc:
+                report.errors.append((job.describe(), f"{exc}; its files are in {result.artifacts['run_dir']}"))
     workers = workers or os.cpu_count() or 1
     progress = Progress(total=len(todo), quiet=quiet)
     if not quiet:
@@ -156,6 +168,25 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
     progress.finish()
     report.wall_s = time.monotonic() - started
     return report
+
+
+def refusal_fingerprint(job: Job) -> str:
+    """Stands for the source a refused job never had: the same job refused again is the same run."""
+    key = json.dumps(["refused", job.variant, job.params, job.problem.as_dict(), job.backend, job.config],
+                     sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def refused_result(job: Job, why: str, fingerprint: str, results: Path) -> RunResult:
+    """The record of a job its variant refused to render, with a run folder holding the job."""
+    env = {"config": job.config, "config_key": job.config_key()} if job.config else {}
+    result = RunResult(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
+                       problem=job.problem, fingerprint=fingerprint, reason=why, seed=job.seed, environment=env)
+    result.run_id, folder = new_run_folder(job.variant, results)
+    write_json(folder / "job.json", job.as_dict())
+    result.artifacts = {"run_dir": str(folder)}
+    keep_result(result, folder)
+    return result
 
 
 def _record(outcome: JobOutcome, store: Store, report: SweepReport, progress: Progress) -> None:

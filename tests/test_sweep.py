@@ -211,6 +211,10 @@ def test_refused_combinations_are_skipped_with_their_line(tmp_path, monkeypatch)
         assert "output channels M for WMMA fragments" in planned.refused[0][1]
         report = run_sweep(sweep, store, workers=1, quiet=True)
     assert report.refused and report.refused[0][0].startswith(f"{path}:8 wmma")
+    with Store(tmp_path) as store:  # the refusal is a stored record, once however often the sweep runs
+        run_sweep(sweep, store, workers=1, quiet=True)
+        refused = [r for r in store.runs() if r.variant == "wmma"]
+    assert len(refused) == 1 and refused[0].status == "refused" and "WMMA fragments" in refused[0].reason
     # a missing engine: one error text for every job it stopped
     assert len(report.grouped_errors()) == 1
 
