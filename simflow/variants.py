@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+import tomllib
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import jinja2
 
@@ -482,7 +485,7 @@ def _geometry(problem: Problem) -> dict:
 @cache
 def template_environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.templates_dir())),
+        loader=jinja2.FileSystemLoader([str(d) for d in reversed(variant_dirs())]),  # simflow's own first
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -492,66 +495,67 @@ def template_environment() -> jinja2.Environment:
 # Limits every CUDA GPU shares; device-specific ones are checked by the backends.
 _GENERIC_LIMITS = DeviceLimits(name="any CUDA GPU", compute_capability=(7, 0), sm_count=1)
 
-TILE = Param("tile", (8, 16, 32), 16, "block is tile x tile threads, one output each")
-UNROLL = Param("unroll", ("none", "inner", "both"), "none", "K x K loops: kept, kx written out, all written out")
-RESTRICT = Param("restrict", (False, True), False, "const T* __restrict__ on the pointers")
-PAD_ROW = Param("pad_row", (False, True), False, "shared tile rows padded by one float (bank conflicts)")
-
-OUTPUTS = Param("outputs", (1, 2, 4, 8), 4, "consecutive outputs of a row per thread (register blocking)")
-GEMM_TILE = Param("tile", (64, 128), 128, "GEMM block tile (output channels x output pixels)")
-GEMM_BK = Param("bk", (8, 16), 8, "GEMM k step staged in shared memory")
-GEMM_PRECISION = Param("precision", ("fp32", "fp16"), "fp32", "arithmetic: float FMAs, or half tiles and half2 "
-                       "FMAs (2 per instruction) with float accumulation after every k step")
-WMMA_PRECISION = Param("precision", ("fp16", "tf32"), "fp16", "tensor-core inputs: half (m16n16k16) or TF32 "
-                       "(m16n16k8, sm_80+, not in the simulator)")
-NHWC_TILE_N = Param("tile_n", (128, 256), 128, "output pixels per block (x 128 channels): warps of 64 x 32, or 64 x 64 "
-                    "(more reuse of each fragment, twice the accumulators)")
-NHWC_BK = Param("bk", (32, 64), 32, "k step: channels of one tap per pipeline stage (C must be a multiple)")
-NHWC_STAGES = Param("stages", (2, 3, 4), 3, "k steps in flight in the shared-memory pipeline")
-ROWS = Param("rows", (1, 2, 4, 8, 16, 32), 8, "output rows per block (a block spans whole rows)")
-REG_WEIGHTS = Param("weights", ("constant", "shared"), "constant", "weights in __constant__ memory (immediate "
-                    "operands) or staged in shared memory once per block, all M of a tap side by side")
-
-# Host side, every variant: 0 times the kernels alone on device-resident data; S >= 1 also times the whole
-# layer host -> device -> host with the batch split over S streams (S = 1: copies and kernels in series).
-STREAMS = Param("streams", (0, 1, 2, 4, 8), 0, "also time copies + kernels with the batch split over this many "
-                "CUDA streams, so one chunk's copies overlap another's kernels (0: kernels only)", host=True)
-
-_DIRECT = (TILE, UNROLL, RESTRICT, STREAMS)
-_GEMM = (GEMM_TILE, GEMM_BK, GEMM_PRECISION, STREAMS)
-_TILED = (TILE, PAD_ROW, UNROLL, RESTRICT, STREAMS)
-
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant("global", "global.cu.j2", "one thread per output; input and weights from global memory",
-                _DIRECT, {"weights": "global"}),
-        Variant("constant", "global.cu.j2", "one thread per output; weights in __constant__ memory",
-                _DIRECT, {"weights": "constant"}),
-        Variant("shared", "shared.cu.j2", "input tile + halo staged in shared memory per channel",
-                _TILED, {"weights": "global"}),
-        Variant("shared_weights", "shared.cu.j2", "shared input tile; the block's filter staged in shared memory too",
-                _TILED, {"weights": "shared"}),
-        Variant("shared_constant", "shared.cu.j2", "shared input tile; weights in __constant__ memory",
-                _TILED, {"weights": "constant"}),
-        RegTileVariant("regtile", "regtile.cu.j2", "register-blocked direct conv: several outputs x all channels "
-                       "per thread, shared input rows, weights in constant or shared memory", (OUTPUTS, ROWS,
-                                                                                         REG_WEIGHTS, STREAMS), {}),
-        ImplicitGemmVariant("implicit_gemm", "implicit_gemm.cu.j2", "fused im2col GEMM: one kernel, register-tiled "
-                            "shared-memory GEMM gathering input columns while loading", _GEMM,
-                            {"weights": "global"}),
-        FusedPoolVariant("conv_relu_pool", "implicit_gemm.cu.j2", "conv + ReLU + 2x2 max-pool fused in one kernel "
-                         "(implicit GEMM, pooling windows in registers, several pooled outputs per thread)",
-                         _GEMM, {"weights": "global", "output": "conv_relu_pool"}),
-        Im2colGemmVariant("im2col_gemm", "im2col_gemm.cu.j2", "im2col into a workspace, tiled shared-memory GEMM, "
-                          "permute: three kernels", _GEMM, {"weights": "global"}),
-        WmmaVariant("wmma", "wmma_gemm.cu.j2", "tensor cores (WMMA) on the implicit GEMM, float accumulation; "
-                    "M a multiple of 16", (WMMA_PRECISION, STREAMS), {"weights": "global"}),
-        WmmaNhwcVariant("wmma_nhwc", "wmma_nhwc.cu.j2", "tensor cores (WMMA) on channel-last half/tf32 copies of x "
-                        "and w, 16-byte async copies into a multi-stage pipeline; M a multiple of 16, C of 32",
-                        (WMMA_PRECISION, NHWC_TILE_N, NHWC_BK, NHWC_STAGES, STREAMS), {"weights": "global"}),
-    )
+# Variant families: the code behind the `family` of each [variants.NAME] table in variants.toml.
+FAMILIES: dict[str, type[Variant]] = {
+    "direct": Variant,
+    "regtile": RegTileVariant,
+    "implicit_gemm": ImplicitGemmVariant,
+    "conv_relu_pool": FusedPoolVariant,
+    "im2col_gemm": Im2colGemmVariant,
+    "wmma": WmmaVariant,
+    "wmma_nhwc": WmmaNhwcVariant,
 }
+VARIANT_DIRS_ENV = "SIMFLOW_VARIANT_DIRS"  # folders of user variants: a variants.toml and its templates
+
+
+def variant_dirs() -> list[Path]:
+    """Where variants are declared: the user's folders (SIMFLOW_VARIANT_DIRS), then simflow's own."""
+    users = [Path(p) for p in os.environ.get(VARIANT_DIRS_ENV, "").split(os.pathsep) if p]
+    return [*users, resources.templates_dir()]
+
+
+def load_variants(folders: list[Path]) -> dict[str, Variant]:
+    """Every [variants.NAME] table of each folder's variants.toml, as Variant objects of their family.
+    One loader for simflow's own variants and a user's; a mistake names the file and what is valid."""
+    variants: dict[str, Variant] = {}
+    params: dict[str, Param] = {}  # parameter definitions: a user's file may use simflow's own
+    for folder in reversed(folders):  # simflow's own first, so a user's name that is taken is an error
+        path = folder / "variants.toml"
+        if not path.is_file():
+            raise UserError(f"{folder} has no variants.toml (named in {VARIANT_DIRS_ENV} or simflow's own)")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: not valid TOML: {exc}") from None
+        for key, spec in data.get("params", {}).items():
+            if key in params:
+                raise UserError(f"{path}: [params.{key}] is defined already; give yours another ID")
+            params[key] = _param(path, key, spec)
+        for name, spec in data.get("variants", {}).items():
+            if name in variants:
+                raise UserError(f"{path}: variant {name!r} exists already; choose another name")
+            family = FAMILIES.get(spec.get("family", ""))
+            if family is None:
+                raise UserError(f"{path}: variant {name}: unknown family {spec.get('family')!r}; valid families: "
+                                f"{', '.join(FAMILIES)}")
+            if not (folder / spec.get("template", "")).is_file():
+                raise UserError(f"{path}: variant {name}: no template {spec.get('template')!r} in {folder}")
+            unknown = [p for p in spec.get("params", []) if p not in params]
+            if unknown:
+                raise UserError(f"{path}: variant {name}: no [params.{unknown[0]}]; defined: {', '.join(params)}")
+            variants[name] = family(name, spec["template"], spec.get("summary", ""),
+                                    tuple(params[p] for p in spec.get("params", [])), dict(spec.get("fixed", {})))
+    return variants
+
+
+def _param(path: Path, key: str, spec: dict) -> Param:
+    choices = tuple(spec.get("choices", ()))
+    if not choices or spec.get("default") not in choices:
+        raise UserError(f"{path}: [params.{key}] needs choices and a default among them")
+    return Param(spec.get("name", key), choices, spec["default"], spec.get("help", ""), bool(spec.get("host", False)))
+
+
+VARIANTS: dict[str, Variant] = load_variants(variant_dirs())
 
 
 def get_variant(name: str) -> Variant:
