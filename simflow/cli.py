@@ -1,4 +1,6 @@
-"""The `simflow` command line. Each subcommand turns its arguments into a call of a plain function."""
+"""The `simflow` command line. Each subcommand is a function that adds its arguments, then its
+handler under @command (name, that function, help): one edit adds a command. Handlers turn their
+arguments into calls of plain functions; main() maps the error types to the README's exit codes."""
 
 from __future__ import annotations
 
@@ -14,6 +16,16 @@ from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .gpgpusim_log import SUMMARY
 from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, Problem, get_problem
 from .variants import VARIANTS, get_variant, parse_param_args, show_value
+
+COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
+
+
+def command(name: str, arguments, **options):
+    """A subcommand: its arguments (a function of the subparser) stand above its handler."""
+    def register(handler):
+        COMMANDS[name] = (handler, options, arguments)
+        return handler
+    return register
 
 
 def _problem_args(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +111,11 @@ def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
     parser.add_argument("--json", action="store_true", help=f"print JSON{': ' + what if what else ''}")
 
 
+def _variants_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+
+
+@command("variants", _variants_args, help="list the kernel variants and their parameters")
 def cmd_variants(args) -> int:
     data = [
         {"variant": v.name, "summary": v.summary, "precision": v.precision,
@@ -123,6 +140,11 @@ def cmd_variants(args) -> int:
     return 0
 
 
+def _problems_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+
+
+@command("problems", _problems_args, help="list the problem presets")
 def cmd_problems(args) -> int:
     rows = [{"preset": name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
              "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
@@ -132,6 +154,13 @@ def cmd_problems(args) -> int:
     return 0
 
 
+def _render_args(p: argparse.ArgumentParser) -> None:
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("-o", "--output", help="write the source to this file")
+
+
+@command("render", _render_args, help="print a variant's rendered CUDA source")
 def cmd_render(args) -> int:
     kernel = get_variant(args.variant).render(_problem(args), parse_param_args(args.param))
     if args.output:
@@ -163,6 +192,19 @@ def _store_result(result, args) -> None:
               f"'simflow import {folder}' stores it later", file=sys.stderr)
 
 
+def _run_args(p: argparse.ArgumentParser) -> None:
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    p.add_argument("--sample-check", action="store_true",
+                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
+    _storing_args(p)
+    _json_arg(p, "one JSON object: status, metrics, ...")
+
+
+@command("run", _run_args, help="build, check and time a variant on the GPU (PyCUDA)")
 def cmd_run(args) -> int:
     from .jobs import Job, run_job
 
@@ -201,6 +243,21 @@ def _print_result(result, problem: Problem) -> None:
         print(f"reason: {result.reason}")
 
 
+def _sim_args(p: argparse.ArgumentParser) -> None:
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
+                   help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
+    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
+    p.add_argument("--engine", choices=["docker", "podman"],
+                   help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
+    p.add_argument("--seed", type=int, default=0)
+    _storing_args(p)
+    _json_arg(p, "one JSON object: status, metrics, log, ...")
+
+
+@command("sim", _sim_args, help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
 def cmd_sim(args) -> int:
     from .jobs import Job, run_job
 
@@ -237,6 +294,11 @@ def cmd_sim(args) -> int:
     return _exit_code(result)
 
 
+def _sim_exec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder")
+
+
+@command("sim-exec", _sim_exec_args, help="execute a prepared simulator run folder here (what --docker runs)")
 def cmd_sim_exec(args) -> int:
     from .backends.gpgpusim import execute
 
@@ -255,6 +317,17 @@ def _store(args, read_only: bool = False):
     return Store(_results(args), read_only=read_only)
 
 
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    _variant_args(p)
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
+    _storing_args(p)
+    _json_arg(p)
+
+
+@command("profile", _profile_args, help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
+                                       "backend gpu-ncu under the simulator's stat names")
 def cmd_profile(args) -> int:
     from .jobs import Job, run_job
 
@@ -276,6 +349,14 @@ def cmd_profile(args) -> int:
     return _exit_code(result)
 
 
+def _correlate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--metrics", help="comma-separated simulator stat names (default: every aligned one)")
+    _format_args(p, regressions=False)
+
+
+@command("correlate", _correlate_args, help="simulator vs hardware counters over variants run both ways: Pearson, "
+                                         "rank agreement, mean relative error")
 def cmd_correlate(args) -> int:
     from .compare import correlate, render
     from .selectors import select
@@ -288,6 +369,14 @@ def cmd_correlate(args) -> int:
     return 0
 
 
+def _runs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--last", type=int, help="only the newest N")
+    _results_arg(p)
+    _json_arg(p)
+
+
+@command("runs", _runs_args, help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
 def cmd_runs(args) -> int:
     from .backends import backend_class, backend_names
     from .backends.base import headline
@@ -310,6 +399,13 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def _show_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
+    _results_arg(p)
+    _json_arg(p)
+
+
+@command("show", _show_args, help="one stored run: everything it recorded")
 def cmd_show(args) -> int:
     from .selectors import resolve_one
 
@@ -339,6 +435,16 @@ def _emit(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def _diff_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="run id or selector (the reference)")
+    p.add_argument("b", help="run id or selector")
+    p.add_argument("--metrics", help="comma-separated metric names (default: every metric both have)")
+    _threshold_arg(p)
+    p.add_argument("--force", action="store_true", help="show the table even when the runs are not comparable")
+    _format_args(p)
+
+
+@command("diff", _diff_args, help="two runs metric by metric: delta, ratio, better/worse/same")
 def cmd_diff(args) -> int:
     from .compare import comparable, diff, regressions, render
     from .selectors import resolve_one
@@ -360,6 +466,18 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
+    p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
+    p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
+    _threshold_arg(p)
+    p.add_argument("--all-statuses", action="store_true", help="also runs that did not pass (default: passed only)")
+    p.add_argument("--force", action="store_true", help="one table even across backends, configs and problems")
+    _format_args(p)
+
+
+@command("compare", _compare_args, help="many runs side by side, one row per group, against a baseline")
 def cmd_compare(args) -> int:
     from .compare import comparison, render
     from .selectors import select
@@ -388,6 +506,12 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+")
+    _results_arg(p)
+
+
+@command("import", _import_args, help="store runs from their result.json (a run folder or the file)")
 def cmd_import(args) -> int:
     from .results import RunResult
 
@@ -414,6 +538,18 @@ def cmd_import(args) -> int:
     return 0
 
 
+def _sweep_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--workers", "-j", type=int, help="parallel runs (default: the number of cores)")
+    p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
+    p.add_argument("--scheduler", help="a Dask scheduler address (with --executor dask)")
+    p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
+    p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
+    _results_arg(p)
+    _json_arg(p)
+
+
+@command("sweep", _sweep_args, help="run a TOML sweep (variants x params x problems x backends x configs)")
 def cmd_sweep(args) -> int:
     from .sweep import plan, run_sweep
     from .sweep_file import load_sweep
@@ -453,6 +589,16 @@ def cmd_sweep(args) -> int:
     return 0 if not report.failed and not report.errors else 2
 
 
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    p.add_argument("-o", "--output", required=True, help="folder to write index.html, report.md and PNGs")
+    p.add_argument("--by", default="variant", help="group key(s), comma-separated")
+    p.add_argument("--metrics", help="comma-separated metric names")
+    p.add_argument("--baseline", help="the group the others are compared with")
+    _results_arg(p)
+
+
+@command("report", _report_args, help="an HTML + markdown report with tables and plots of stored runs")
 def cmd_report(args) -> int:
     from .report import write_report
     from .selectors import select
@@ -466,6 +612,11 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+
+
+@command("doctor", _doctor_args, help="what simflow can use here, what is missing and how to get it")
 def cmd_doctor(args) -> int:
     from .doctor import diagnose
 
@@ -480,6 +631,14 @@ def cmd_doctor(args) -> int:
     return 0
 
 
+def _check_args(p: argparse.ArgumentParser) -> None:
+    _problem_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=10)
+    _json_arg(p)
+
+
+@command("check", _check_args, help="render, compile and run every variant on every backend present")
 def cmd_check(args) -> int:
     from .backends import RunOptions
     from .check import run_check
@@ -504,6 +663,15 @@ def cmd_check(args) -> int:
     return 2 if failed else 0  # like a run that did not pass (1 is a mistake in the command)
 
 
+def _parse_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")
+    _json_arg(p, "run facts and one record per kernel launch")
+    p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
+    p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
+    p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
+
+
+@command("parse", _parse_args, help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
 def cmd_parse(args) -> int:
     from .gpgpusim_log import iter_catalogue, parse_file
 
@@ -540,144 +708,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="simflow", description=__doc__)
     parser.add_argument("--version", action="version", version=f"simflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("variants", help="list the kernel variants and their parameters")
-    _json_arg(p)
-    p.set_defaults(func=cmd_variants)
-
-    p = sub.add_parser("problems", help="list the problem presets")
-    _json_arg(p)
-    p.set_defaults(func=cmd_problems)
-
-    p = sub.add_parser("render", help="print a variant's rendered CUDA source")
-    _variant_args(p)
-    _problem_args(p)
-    p.add_argument("-o", "--output", help="write the source to this file")
-    p.set_defaults(func=cmd_render)
-
-    p = sub.add_parser("run", help="build, check and time a variant on the GPU (PyCUDA)")
-    _variant_args(p)
-    _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
-    p.add_argument("--sample-check", action="store_true",
-                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
-    _storing_args(p)
-    _json_arg(p, "one JSON object: status, metrics, ...")
-    p.set_defaults(func=cmd_run)
-
-    p = sub.add_parser("sim", help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
-    _variant_args(p)
-    _problem_args(p)
-    p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
-                   help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
-    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
-    p.add_argument("--engine", choices=["docker", "podman"],
-                   help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
-    p.add_argument("--seed", type=int, default=0)
-    _storing_args(p)
-    _json_arg(p, "one JSON object: status, metrics, log, ...")
-    p.set_defaults(func=cmd_sim)
-
-    p = sub.add_parser("sim-exec", help="execute a prepared simulator run folder here (what --docker runs)")
-    p.add_argument("folder")
-    p.set_defaults(func=cmd_sim_exec)
-
-    p = sub.add_parser("parse", help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
-    p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")
-    _json_arg(p, "run facts and one record per kernel launch")
-    p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
-    p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
-    p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
-    p.set_defaults(func=cmd_parse)
-
-    p = sub.add_parser("profile", help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
-                                       "backend gpu-ncu under the simulator's stat names")
-    _variant_args(p)
-    _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
-    _storing_args(p)
-    _json_arg(p)
-    p.set_defaults(func=cmd_profile)
-
-    p = sub.add_parser("correlate", help="simulator vs hardware counters over variants run both ways: Pearson, "
-                                         "rank agreement, mean relative error")
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--metrics", help="comma-separated simulator stat names (default: every aligned one)")
-    _format_args(p, regressions=False)
-    p.set_defaults(func=cmd_correlate)
-
-    p = sub.add_parser("runs", help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--last", type=int, help="only the newest N")
-    _results_arg(p)
-    _json_arg(p)
-    p.set_defaults(func=cmd_runs)
-
-    p = sub.add_parser("show", help="one stored run: everything it recorded")
-    p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
-    _results_arg(p)
-    _json_arg(p)
-    p.set_defaults(func=cmd_show)
-
-    p = sub.add_parser("diff", help="two runs metric by metric: delta, ratio, better/worse/same")
-    p.add_argument("a", help="run id or selector (the reference)")
-    p.add_argument("b", help="run id or selector")
-    p.add_argument("--metrics", help="comma-separated metric names (default: every metric both have)")
-    _threshold_arg(p)
-    p.add_argument("--force", action="store_true", help="show the table even when the runs are not comparable")
-    _format_args(p)
-    p.set_defaults(func=cmd_diff)
-
-    p = sub.add_parser("compare", help="many runs side by side, one row per group, against a baseline")
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
-    p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
-    p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
-    _threshold_arg(p)
-    p.add_argument("--all-statuses", action="store_true", help="also runs that did not pass (default: passed only)")
-    p.add_argument("--force", action="store_true", help="one table even across backends, configs and problems")
-    _format_args(p)
-    p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser("sweep", help="run a TOML sweep (variants x params x problems x backends x configs)")
-    p.add_argument("file")
-    p.add_argument("--workers", "-j", type=int, help="parallel runs (default: the number of cores)")
-    p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
-    p.add_argument("--scheduler", help="a Dask scheduler address (with --executor dask)")
-    p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
-    p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
-    _results_arg(p)
-    _json_arg(p)
-    p.set_defaults(func=cmd_sweep)
-
-    p = sub.add_parser("report", help="an HTML + markdown report with tables and plots of stored runs")
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("-o", "--output", required=True, help="folder to write index.html, report.md and PNGs")
-    p.add_argument("--by", default="variant", help="group key(s), comma-separated")
-    p.add_argument("--metrics", help="comma-separated metric names")
-    p.add_argument("--baseline", help="the group the others are compared with")
-    _results_arg(p)
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser("import", help="store runs from their result.json (a run folder or the file)")
-    p.add_argument("paths", nargs="+")
-    _results_arg(p)
-    p.set_defaults(func=cmd_import)
-
-    p = sub.add_parser("doctor", help="what simflow can use here, what is missing and how to get it")
-    _json_arg(p)
-    p.set_defaults(func=cmd_doctor)
-
-    p = sub.add_parser("check", help="render, compile and run every variant on every backend present")
-    _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=10)
-    _json_arg(p)
-    p.set_defaults(func=cmd_check)
+    for name, (handler, options, arguments) in COMMANDS.items():
+        p = sub.add_parser(name, **options)
+        arguments(p)
+        p.set_defaults(func=handler)
     return parser
 
 
