@@ -30,9 +30,9 @@ from .resources import configs_dir
 DEFAULT_CONFIG = "SM7_QV100"
 DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator is stopped
 SIMULATOR_HELP = (
-    "build GPGPU-Sim (github.com/accel-sim/gpgpu-sim_distribution, branch dev) with a CUDA 11.x toolkit, "
-    "'source setup_environment release' in its folder (that sets GPGPUSIM_ROOT), or use "
-    "'simflow sim ... --docker IMAGE' with the image from docker/Dockerfile"
+    "build GPGPU-Sim with a CUDA 11.x toolkit as the README's 'Installing GPGPU-Sim natively' says "
+    "(docker/install-gpgpusim.sh, about 4 minutes), then 'source setup_environment release' in its folder "
+    "or set GPGPUSIM_ROOT to it; or use 'simflow sim ... --docker IMAGE' with the image from docker/Dockerfile"
 )
 
 
