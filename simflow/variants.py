@@ -163,13 +163,8 @@ class Variant:
         return resolved
 
     def smem_floats(self, problem: Problem, params: dict) -> int:
-        if self.template != "shared.cu.j2":
-            return 0
-        tile_in = params["tile"] + problem.K - 1
-        floats = tile_in * (tile_in + (1 if params["pad_row"] else 0))
-        if self.fixed["weights"] == "shared":
-            floats += problem.C * problem.K * problem.K
-        return floats
+        """Dynamic shared memory of a block, in floats (0: none)."""
+        return 0
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
@@ -245,6 +240,19 @@ class Variant:
             output=self.fixed.get("output", "conv"),
             family=self,
         )
+
+
+@dataclass(frozen=True)
+class SharedTileVariant(Variant):
+    """The direct family with the block's input tile (+ K-1 halo, rows optionally padded) staged in
+    shared memory, and the filter too when the variant fixes weights = shared."""
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        tile_in = params["tile"] + problem.K - 1
+        floats = tile_in * (tile_in + (1 if params["pad_row"] else 0))
+        if self.fixed["weights"] == "shared":
+            floats += problem.C * problem.K * problem.K
+        return floats
 
 
 @dataclass(frozen=True)
@@ -498,6 +506,7 @@ _GENERIC_LIMITS = DeviceLimits(name="any CUDA GPU", compute_capability=(7, 0), s
 # Variant families: the code behind the `family` of each [variants.NAME] table in variants.toml.
 FAMILIES: dict[str, type[Variant]] = {
     "direct": Variant,
+    "shared_tile": SharedTileVariant,
     "regtile": RegTileVariant,
     "implicit_gemm": ImplicitGemmVariant,
     "conv_relu_pool": FusedPoolVariant,
