@@ -131,6 +131,10 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
         if key in data:
             if not isinstance(data[key], kind) or isinstance(data[key], bool):
                 raise fail(_line(text, key), f"{key} must be a number, got {data[key]!r}")
+            least = 0 if key in ("seed", "warmup") else 1e-9  # a timeout or a repeat count must be positive
+            if data[key] < least:
+                what = "0 or more" if least == 0 else "more than 0"
+                raise fail(_line(text, key), f"{key} must be {what}, got {data[key]!r}")
             options["timeout_s" if key == "timeout" else key] = data[key]
     if "docker" in data:
         options["docker_image"] = str(data["docker"])

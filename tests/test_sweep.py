@@ -242,3 +242,10 @@ def test_badly_typed_or_encoded_sweep_files(tmp_path):
     typed.write_text('[[variants]]\nname = "shared"\ntile = {a = 1}\n')
     with pytest.raises(UserError, match="typed.toml"):
         load_sweep(typed)
+
+
+@pytest.mark.parametrize("bad", ["timeout = 0", "timeout = -5", "repeats = 0", "warmup = -1"])
+def test_non_positive_settings_are_refused_with_their_line(tmp_path, bad):
+    path = write(tmp_path, f'name = "x"\n{bad}\n[[variants]]\nname = "global"\n')
+    with pytest.raises(UserError, match=f"{path}:2: .* must be (more than 0|0 or more)"):
+        load_sweep(path)
