@@ -28,10 +28,23 @@ def command(name: str, arguments, **options):
     return register
 
 
+def _at_least(low: int):
+    """An argparse type: a whole number >= low (a usage error, exit 1, otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, got {value}")
+        return value
+    return parse
+
+
 def _problem_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_PROBLEM})")
     parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
-    parser.add_argument("--batch", "-b", type=int, help="override the batch size B")
+    parser.add_argument("--batch", "-b", type=_at_least(1), help="override the batch size B")
 
 
 def _variant_args(parser: argparse.ArgumentParser) -> None:
@@ -196,8 +209,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     _variant_args(p)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP)
+    p.add_argument("--repeats", type=_at_least(1), default=DEFAULT_REPEATS)
     p.add_argument("--sample-check", action="store_true",
                    help="check a seeded sample of 4096 outputs instead of every one (the default)")
     _storing_args(p)
@@ -371,7 +384,7 @@ def cmd_correlate(args) -> int:
 
 def _runs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("--last", type=int, help="only the newest N")
+    p.add_argument("--last", type=_at_least(1), help="only the newest N")
     _results_arg(p)
     _json_arg(p)
 
@@ -540,7 +553,7 @@ def cmd_import(args) -> int:
 
 def _sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
-    p.add_argument("--workers", "-j", type=int, help="parallel runs (default: the number of cores)")
+    p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
     p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
     p.add_argument("--scheduler", help="a Dask scheduler address (with --executor dask)")
     p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
@@ -634,7 +647,7 @@ def cmd_doctor(args) -> int:
 def _check_args(p: argparse.ArgumentParser) -> None:
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--repeats", type=_at_least(1), default=10)
     _json_arg(p)
 
 

@@ -119,6 +119,10 @@ def test_usage_mistakes_exit_1():
     assert "the following arguments are required: variant" in err
     err = clean(simflow("compare", "--no-such-flag"))
     assert "unrecognized arguments" in err
+    err = clean(simflow("run", "global", "--repeats", "0"))
+    assert "argument --repeats: must be 1 or more, got 0" in err
+    err = clean(simflow("sweep", "x.toml", "-j", "two"))
+    assert "argument --workers/-j: 'two' is not a whole number" in err
 
 
 def _unshare_ok() -> bool:
