@@ -736,16 +736,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
-def _terminate(signum, _frame):
-    raise KeyboardInterrupt  # SIGTERM takes Ctrl-C's path: simulators and containers are stopped, runs kept
-
-
 def main(argv: list[str] | None = None) -> int:
-    import signal
+    from .orphans import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(argv)
-    if threading_main():
-        signal.signal(signal.SIGTERM, _terminate)
+    sigterm_as_ctrl_c()
     try:
         return args.func(args)
     except UserError as exc:
@@ -768,12 +763,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"simflow: error: {exc.strerror or exc}{where}; nothing stored before was changed", file=sys.stderr)
         return 1
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

@@ -57,6 +57,17 @@ def die_with_parent() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
+def sigterm_as_ctrl_c() -> None:
+    """SIGTERM takes Ctrl-C's path in this process (KeyboardInterrupt): the simulator or container it
+    runs is stopped and the run kept as interrupted. Only the main thread can install a handler."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
 def stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM the process group led by `proc` (a simulator's cuobjdump and ptxas too), SIGKILL if it lingers."""
     for sig, wait_s in ((signal.SIGTERM, 5), (signal.SIGKILL, None)):

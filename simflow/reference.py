@@ -96,10 +96,7 @@ def output_shape(problem: Problem, op: str = "conv") -> tuple[int, int, int, int
 
 def relu_pool(y: np.ndarray) -> np.ndarray:
     """ReLU then 2x2 max-pool of conv outputs (B, M, H, W) -> (B, M, H//2, W//2)."""
-    b, m, h, w = y.shape
-    hp, wp = h // 2, w // 2
-    pooled = y[:, :, :2 * hp, :2 * wp].reshape(b, m, hp, 2, wp, 2).max(axis=(3, 5))
-    return np.maximum(pooled, 0.0)
+    return np.maximum(pool_max(y), 0.0)
 
 
 @dataclass(frozen=True)

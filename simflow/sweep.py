@@ -21,7 +21,7 @@ from pathlib import Path
 from .backends import backend_class
 from .errors import LimitError, UserError
 from .jobs import Job, JobOutcome, run_job_safely
-from .orphans import die_with_parent
+from .orphans import die_with_parent, sigterm_as_ctrl_c
 from .results import RunResult
 from .run_folders import keep_result, new_run_folder, write_json
 from .store import Store, StoreError
@@ -261,14 +261,8 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
 
 def _worker_setup() -> None:
     """A sweep worker dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept as interrupted)."""
-    import signal
-
     die_with_parent()
-    signal.signal(signal.SIGTERM, _interrupt)
-
-
-def _interrupt(_signum, _frame):
-    raise KeyboardInterrupt
+    sigterm_as_ctrl_c()
 
 
 def dask_cluster(executor: str, settings: dict, workers: int):
