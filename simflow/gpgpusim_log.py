@@ -16,7 +16,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # kind: "per_kernel" (reset for each kernel, kept as printed), "cumulative" (summed over the
@@ -33,6 +33,7 @@ class Stat:
     better: str = ""  # "lower", "higher" or "" (neither)
     printed_as: tuple[str, ...] = ()  # other names forks print for the same stat
     fork_kind: str = ""  # the kind on the accel-sim fork, where it differs
+    family: bool = False  # `name` is a prefix: every printed key that starts with it is such a stat
 
     def kind_on(self, flavour: str) -> str:
         return self.fork_kind if flavour == FORK and self.fork_kind else self.kind
@@ -108,6 +109,23 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("gpgpu_stall_shd_mem[gl_mem][coal_stall]", _C, "", "stalls: global memory coalescing", "lower"),
     Stat("gpgpu_stall_shd_mem[gl_mem][data_port_stall]", _C, "", "stalls: L1D data port", "lower"),
     Stat("gpu_reg_bank_conflict_stalls", _C, "", "register bank conflict stalls", "lower"),
+    # The 'Warp Occupancy Distribution' line: every cycle, each warp scheduler of an SM with work either
+    # issues one warp instruction (W1..W32: with that many threads active) or counts why it could not.
+    Stat("issue_slots[issued]", _C, "scheduler cycles", "scheduler cycles that issued a warp instruction "
+         "(W1..W32; equals the warp instructions)", "higher"),
+    Stat("issue_slots[issued_partial]", _C, "scheduler cycles", "issued warp instructions with fewer than 32 "
+         "threads active (W1..W31: divergence or partial warps)", "lower"),
+    Stat("issue_slots[Stall]", _C, "scheduler cycles", "a ready instruction could not issue: its pipeline or "
+         "functional unit was busy", "lower"),
+    Stat("issue_slots[W0_Scoreboard]", _C, "scheduler cycles", "every warp waited on a register still being "
+         "written (a RAW dependence, mostly on a memory load)", "lower"),
+    Stat("issue_slots[W0_Idle]", _C, "scheduler cycles", "no warp had a valid instruction (warps finished, at a "
+         "barrier, or waiting for instruction fetch)", "lower"),
+    Stat("Total_core_cache_fail_stats_breakdown[", _C, "", "L1 accesses refused, by access type and reason "
+         "(printed only when not 0)", "lower", fork_kind=_K, family=True),
+    Stat("L1D_cache_data_port_util", _P, "", "share of cycles the L1D data port was busy (whole process)", ""),
+    Stat("L1D_cache_fill_port_util", _P, "", "share of cycles the L1D fill port was busy (whole process)", ""),
+    Stat("L2_cache_data_port_util", _P, "", "share of cycles the L2 data ports were busy (whole process)", ""),
     Stat("L2_total_cache_accesses", _C, "", "L2 accesses", ""),
     Stat("L2_total_cache_misses", _C, "", "L2 misses", "lower"),
     Stat("L2_total_cache_miss_rate", "ratio", "", "L2 misses over accesses", "lower"),
@@ -115,6 +133,17 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("L2_total_cache_reservation_fails", _C, "", "L2 accesses refused for lack of resources", "lower"),
     Stat("total dram reads", _C, "", "DRAM read requests", "lower"),
     Stat("total dram writes", _C, "", "DRAM write requests", "lower"),
+    # Memory latency: the simulator never resets these, so they cover the whole process so far
+    # (one kernel in most simflow runs). mf = a memory fetch from the core's request to its reply.
+    Stat("averagemflatency", _P, "cycles", "average memory fetch latency, request to reply (whole process)", "lower"),
+    Stat("maxmflatency", _P, "cycles", "longest memory fetch latency (whole process)", "lower"),
+    Stat("avg_icnt2mem_latency", _P, "cycles", "average interconnect latency, core to memory partition "
+         "(whole process)", "lower"),
+    Stat("max_icnt2mem_latency", _P, "cycles", "longest interconnect latency, core to memory (whole process)", "lower"),
+    Stat("avg_icnt2sh_latency", _P, "cycles", "average interconnect latency, memory partition to core "
+         "(whole process)", "lower"),
+    Stat("max_icnt2sh_latency", _P, "cycles", "longest interconnect latency, memory to core (whole process)", "lower"),
+    Stat("maxmrqlatency", _P, "cycles", "longest wait in a DRAM request queue (whole process)", "lower"),
     Stat("icnt_total_pkts_mem_to_simt", _C, "packets", "interconnect packets memory -> cores", ""),
     Stat("icnt_total_pkts_simt_to_mem", _C, "packets", "interconnect packets cores -> memory", ""),
     Stat("gpgpu_simulation_time", _P, "s", "wall time of the simulation so far", "lower"),
@@ -122,7 +151,20 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("gpgpu_simulation_rate_cycle", _P, "cycles/s", "simulated cycles per wall second", "higher"),
     Stat("gpgpu_silicon_slowdown", _P, "x", "how much slower than the modelled GPU", "lower"),
 )
-STATS = {s.name: s for s in CATALOGUE}
+STATS = {s.name: s for s in CATALOGUE if not s.family}
+FAMILIES = tuple(s for s in CATALOGUE if s.family)
+
+
+def stat_of(name: str) -> Stat | None:
+    """The catalogue's facts for a stat name, a family member's included (None if unknown)."""
+    found = STATS.get(name)
+    if found is None:
+        family = next((f for f in FAMILIES if name.startswith(f.name)), None)
+        if family is not None:
+            found = replace(family, name=name, family=False)
+    return found
+
+
 # The stats a summary table shows first.
 SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "gpu_tot_issued_cta",
            "gpgpu_n_tot_w_icount", "L1D_total_cache_accesses", "L1D_total_cache_misses", "L1D_total_cache_miss_rate",
@@ -138,6 +180,10 @@ _PTX_KERNEL = re.compile(r"GPGPU-Sim PTX: Kernel '([^']+)' : regs=(\d+), lmem=(\
 _PUSH = re.compile(r"pushing kernel '([^']+)' to stream \d+, gridDim= \((\d+),(\d+),(\d+)\) "
                    r"blockDim = \((\d+),(\d+),(\d+)\)")
 _CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
+# The LIVENESS trace line, printed every gpgpu_runtime_stat cycles when simflow's instrumentation is on:
+# the process's cycle and thread instructions so far, and the SMs' occupancy at that cycle.
+_SAMPLE = re.compile(r"GPGPU-Sim Cycle (\d+): LIVENESS - uArch: inst\.: (\d+) \(ipc=[^,]*, occ=[^\[]*\[(\d+) / (\d+)\]")
+_FAIL_FAMILY = "Total_core_cache_fail_stats_breakdown["
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
                             r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*|\*\* ERROR", re.IGNORECASE)
@@ -168,6 +214,20 @@ def _out_of_range(text: str) -> bool:
     return bool(match) and "nan" not in match[0].lower() and not math.isfinite(float(match[0]))
 
 
+@dataclass(slots=True)
+class Sample:
+    """One periodic progress line of the simulator (see simflow.gpgpusim_config.INSTRUMENTATION)."""
+
+    cycle: int  # simulated cycles of the whole process so far (gpu_tot_sim_cycle + gpu_sim_cycle)
+    insn: int  # thread instructions of the whole process so far
+    active_warps: int  # warps resident on the SMs that have work, at this cycle
+    warp_slots: int  # the warp slots of those SMs
+    l1d_accesses: float = math.nan  # L1D tag-array lookups so far (the runtime L1 stat, all SMs)
+    l1d_misses: float = math.nan  # of which misses and sector misses
+    kernel: str = ""  # the kernel running: the one whose stats block follows
+    launch: int = 0  # that kernel's position in the log (1, 2, ...); 0 when its block never came
+
+
 @dataclass
 class KernelRecord:
     launch_uid: int
@@ -192,6 +252,7 @@ class SimLog:
     kernels: list[KernelRecord] = field(default_factory=list)
     program_lines: list[str] = field(default_factory=list)  # lines the simulated program printed (simflow:)
     notes: list[str] = field(default_factory=list)  # what was read as missing, and why
+    samples: list[Sample] = field(default_factory=list)  # periodic progress, when the simulator printed it
     lines: int = 0
 
     @property
@@ -206,6 +267,29 @@ class SimLog:
                  **k.metrics} for k in self.kernels]
         return pd.DataFrame(rows)
 
+    def intervals(self) -> list[dict]:
+        """One row per interval between progress samples: thread IPC over the interval, occupancy at
+        its end (active warps over the warp slots of SMs with work), and the L1D tag-array hit rate
+        (only where both ends of the interval printed the L1 stat, so no interval gets another's)."""
+        rows = []
+        before = Sample(0, 0, 0, 0, 0.0, 0.0)
+        for sample in self.samples:
+            span = sample.cycle - before.cycle
+            if span <= 0:  # a repeated or out-of-order line: nothing to measure
+                continue
+            accesses = _grown(before.l1d_accesses, sample.l1d_accesses)
+            misses = _grown(before.l1d_misses, sample.l1d_misses)
+            rows.append({
+                "kernel": sample.kernel, "launch": sample.launch,
+                "cycle_start": before.cycle, "cycle_end": sample.cycle,
+                "ipc": (sample.insn - before.insn) / span if sample.insn >= before.insn else math.nan,
+                "occupancy": 100 * sample.active_warps / sample.warp_slots if sample.warp_slots else math.nan,
+                "l1d_accesses": accesses,
+                "l1d_hit_rate": 1 - misses / accesses if accesses > 0 and misses <= accesses else math.nan,
+            })
+            before = sample
+        return rows
+
     def run_facts(self) -> dict:
         facts = {"status": self.status, "reason": self.reason, "simulator_version": self.simulator_version,
                  "build": self.build, "flavour": self.flavour, "exit_detected": self.exit_detected,
@@ -217,6 +301,13 @@ class SimLog:
                 if name in last:
                     facts[name] = last[name]
         return facts
+
+
+def _grown(before: float, now: float) -> float:
+    """How much a running total grew; a total that went down was reset, so it grew by its value."""
+    if math.isnan(now) or math.isnan(before):
+        return math.nan
+    return now - before if now >= before else now
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -277,12 +368,29 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
     saw_any = False
     last_pushed, pushed_since_block = "", False
     banners: list[int] = []  # lines where another simulator process's banner stands
+    sampled = 0  # samples before this index belong to a kernel whose stats block was read
     for raw in lines:
         log.lines += 1
         line = raw.strip()
         if not line:
             continue
         saw_any = True
+        if line.startswith("total_dl1_"):  # the runtime L1 stat after a progress sample
+            if log.samples:
+                key, _, rest = line.partition("=")
+                if key == "total_dl1_accesses":
+                    log.samples[-1].l1d_accesses = _value(rest)
+                elif key == "total_dl1_misses":
+                    log.samples[-1].l1d_misses = _value(rest)
+            continue
+        if current is not None and line.startswith("Stall:"):  # the 'Warp Occupancy Distribution' line
+            slots = dict(part.split(":", 1) for part in line.split() if ":" in part)
+            lanes = [_value(slots.get(f"W{n}", "nan")) for n in range(1, 33)]
+            for key in ("Stall", "W0_Idle", "W0_Scoreboard"):
+                current.printed[f"issue_slots[{key}]"] = _value(slots.get(key, "nan"))
+            current.printed["issue_slots[issued]"] = sum(lanes)
+            current.printed["issue_slots[issued_partial]"] = sum(lanes[:31])
+            continue
         if current is not None and "=" in line and not line.startswith(("GPGPU-Sim", "simflow:")):
             key, _, rest = line.partition("=")
             key = key.strip()
@@ -293,6 +401,8 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 current.printed[key] = float(paren[1]) if paren else _value(rest)
                 continue
             name = _PRINTED.get(key)
+            if name is None and key.startswith(_FAIL_FAMILY):
+                name = key
             if name is not None:
                 if key == FORK_MARKER:
                     log.flavour = FORK
@@ -318,13 +428,19 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 current = log.kernels[-1]  # a limit stop prints the last kernel's block again, unnamed
                 continue
             current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=name or last_pushed or "(unnamed)")
+            for sample in log.samples[sampled:]:
+                sample.kernel, sample.launch = current.kernel, len(log.kernels) + 1
+            sampled = len(log.samples)
             current.resources = {**resources.get(current.kernel, {}), **pending}
             pending = {}
             pushed_since_block = False
             log.kernels.append(current)
             continue
         if line.startswith("GPGPU-Sim"):
-            if EXIT_LINE in line:
+            if "LIVENESS - uArch: inst" in line:
+                if match := _SAMPLE.match(line):
+                    log.samples.append(Sample(int(match[1]), int(match[2]), int(match[3]), int(match[4])))
+            elif EXIT_LINE in line:
                 log.exit_detected = True
             elif LIMIT_LINE in line:
                 log.stopped_at_limit = True
@@ -349,6 +465,8 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             failures.append(line)
         elif newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):
             newer_cudart = match[1]
+    for sample in log.samples[sampled:]:  # the kernel running when the log ends
+        sample.kernel = last_pushed if pushed_since_block else "(after the last kernel)"
     _finish(log, failures, newer_cudart, saw_any, banners)
     return log
 
@@ -366,6 +484,12 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
     with status 'mixed': each kernel keeps its per-kernel stats, no differenced counters. A cumulative
     counter that goes down in one process is one this build resets per kernel: kept as printed, noted."""
     kinds = {name: stat.kind_on(log.flavour) for name, stat in STATS.items()}
+    family = sorted({name for record in log.kernels for name in record.printed if name not in kinds})
+    for name in family:  # printed only when not 0: a block that reached the stats after them has them at 0
+        kinds[name] = stat_of(name).kind_on(log.flavour)
+        for record in log.kernels:
+            if "gpgpu_n_tot_thrd_icount" in record.printed:
+                record.printed.setdefault(name, 0.0)
     mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
     for before, (index, record) in zip(log.kernels, enumerate(log.kernels[1:], 2), strict=False):
         for name in _PROCESS_TOTALS:
@@ -377,6 +501,12 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 kinds[name] = "per_kernel"
                 log.notes.append(f"{name} goes down at kernel launch {index}: this build resets it for each "
                                  "kernel, so it is kept as printed, not differenced")
+    if log.samples and not mixed:  # each kernel's end, from its stats block: the last interval's IPC
+        for position, record in enumerate(log.kernels, 1):
+            cycle, insn = record.printed.get("gpu_tot_sim_cycle"), record.printed.get("gpu_tot_sim_insn")
+            if cycle is not None and insn is not None and not (math.isnan(cycle) or math.isnan(insn)):
+                log.samples.append(Sample(int(cycle), int(insn), 0, 0, kernel=record.kernel, launch=position))
+        log.samples.sort(key=lambda sample: sample.cycle)
     previous = {}
     for record in log.kernels:
         for name, value in record.printed.items():
@@ -425,5 +555,6 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
 
 def iter_catalogue() -> Iterator[dict]:
     for s in CATALOGUE:
-        yield {"name": s.name, "kind": s.kind, "unit": s.unit, "better": s.better, "meaning": s.meaning,
+        name = s.name + "TYPE][REASON]" if s.family else s.name
+        yield {"name": name, "kind": s.kind, "unit": s.unit, "better": s.better, "meaning": s.meaning,
                "also_printed_as": ", ".join(s.printed_as)}

@@ -3,7 +3,7 @@ parser's catalogue; the GPU backend's metrics are listed here."""
 
 from __future__ import annotations
 
-from .gpgpusim_log import STATS
+from .gpgpusim_log import stat_of
 
 # The GPU backend's metrics ("" = neither direction is better: a fact, not a score).
 GPU_BETTER = {
@@ -15,7 +15,8 @@ GPU_BETTER = {
 # The correctness check's figures, on every backend.
 CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error": "lower", "max_scaled_error": "lower",
                 "bad_elements": "lower", "checked_elements": ""}
-RUN_BETTER = {"sim_wall_s": "lower", "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
+RUN_BETTER = {"sim_wall_s": "lower", "kernel_launch_latency": "", "simulated_sms": "", "schedulers_per_sm": "",
+              "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
               "cta_per_core": "higher", **CHECK_BETTER}
 
 def _backend(name: str):
@@ -47,6 +48,6 @@ def better(name: str) -> str:
             return GPU_BETTER[candidate]
         if candidate in RUN_BETTER:
             return RUN_BETTER[candidate]
-        if candidate in STATS:
-            return STATS[candidate].better
+        if (stat := stat_of(candidate)) is not None:
+            return stat.better
     return ""

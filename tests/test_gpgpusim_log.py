@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simflow.gpgpusim_log import CATALOGUE, STATS, parse_file, parse_text
+from simflow.gpgpusim_log import CATALOGUE, STATS, iter_catalogue, parse_file, parse_text, stat_of
+from simflow.metrics import better
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def test_values_exactly_as_printed():
 def test_second_block_differenced_equals_the_shared_only_run():
     both = parse_file(TWO).kernels[1].metrics
     alone = parse_file(SHARED_ONLY).kernels[0].metrics
-    cumulative = [s.name for s in CATALOGUE if s.kind == "cumulative"]
+    cumulative = [s.name for s in STATS.values() if s.kind == "cumulative"]
     compared = 0
     for name in cumulative:
         if name in ("L2_total_cache_misses", "total dram reads", "total dram writes"):
@@ -62,7 +63,12 @@ def test_second_block_differenced_equals_the_shared_only_run():
 
 
 def test_first_block_equals_the_global_only_run():
-    assert parse_file(TWO).kernels[0].metrics == parse_file(GLOBAL_ONLY).kernels[0].metrics
+    both, alone = parse_file(TWO).kernels[0].metrics, parse_file(GLOBAL_ONLY).kernels[0].metrics
+    # the global-only log never prints the read-fail line; the two-kernel log's second block does, so its
+    # first kernel reads 0 there
+    extra = {k: v for k, v in both.items() if k not in alone}
+    assert extra == {"Total_core_cache_fail_stats_breakdown[GLOBAL_ACC_R][MISS_QUEUE_FULL]": 0}
+    assert {k: v for k, v in both.items() if k in alone} == alone
 
 
 def test_fork_names_and_nan():
@@ -188,7 +194,7 @@ def test_examples_of_simflows_own_kernels():
 
 def _cumulative_never_negative(log) -> bool:
     return all(value >= 0 for k in log.kernels for name, value in k.metrics.items()
-               if STATS[name].kind == "cumulative" and not math.isnan(value))
+               if stat_of(name).kind == "cumulative" and not math.isnan(value))
 
 
 def test_both_builds_give_the_second_kernel_its_own_breakdown():
@@ -301,3 +307,79 @@ def test_fuzz_never_raises(tmp_path):
         seen[log.status] = seen.get(log.status, 0) + 1
     assert time.monotonic() - start < 120
     assert seen.get("incomplete", 0) > 50  # the damage was real
+
+
+# simflow's own runs, with its instrumentation (progress every 500 cycles): batch3x3 on both builds,
+# and im2col_gemm's three kernels in one process.
+SAMPLED_FORK = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
+SAMPLED_UPSTREAM = DATA / "gpgpusim-dev_qv100_batch3x3_shared_sampled.log.gz"
+SAMPLED_THREE = DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_sampled.log.gz"
+EVERY_COMPLETE = (TWO, GLOBAL_ONLY, SHARED_ONLY, FORK, SAMPLED_FORK, SAMPLED_UPSTREAM, SAMPLED_THREE)
+
+
+def test_issue_slots_from_the_warp_distribution_line():
+    for path in EVERY_COMPLETE:
+        for record in parse_file(path).kernels:
+            m = record.metrics
+            assert m["issue_slots[issued]"] == m["gpgpu_n_tot_w_icount"], (path.name, record.kernel)
+            assert 0 <= m["issue_slots[issued_partial]"] <= m["issue_slots[issued]"]
+    first, second = (k.metrics for k in parse_file(TWO).kernels)
+    slots = ("issue_slots[Stall]", "issue_slots[W0_Idle]", "issue_slots[W0_Scoreboard]", "issue_slots[issued]")
+    assert [first[s] for s in slots] == [1942, 27579, 58823, 10112]  # as printed
+    assert [second[s] for s in slots] == [4271 - 1942, 58623 - 27579, 148962 - 58823, 28192 - 10112]
+    assert second["issue_slots[issued_partial]"] == 1296  # W4: the tile loads' partial warps
+    assert STATS["issue_slots[W0_Scoreboard]"].better == "lower"
+
+
+def test_fail_stats_are_a_family_printed_only_when_not_zero():
+    first, second = (k.metrics for k in parse_file(TWO).kernels)
+    read, write = ("Total_core_cache_fail_stats_breakdown[GLOBAL_ACC_R][MISS_QUEUE_FULL]",
+                   "Total_core_cache_fail_stats_breakdown[GLOBAL_ACC_W][MISS_QUEUE_FULL]")
+    assert (first[read], first[write]) == (0, 48)  # upstream leaves out the zero read line
+    alone = parse_file(SHARED_ONLY).kernels[0].metrics
+    assert (second[read], second[write]) == (alone[read], alone[write]) == (244, 69)  # differenced
+    fork_second = parse_file(FORK).kernels[1].metrics
+    assert (fork_second[read], fork_second[write]) == (284, 72)  # the fork counts per kernel: as printed
+    assert stat_of(read).unit == "" and stat_of(read).better == "lower" and stat_of(read).kind == "cumulative"
+    assert better(read) == "lower" and stat_of("Total_core_cache_fail_stats") is None
+    assert any(row["name"].endswith("[TYPE][REASON]") for row in iter_catalogue())
+
+
+def test_latency_stats_are_whole_process_figures():
+    first, second = (k.metrics for k in parse_file(TWO).kernels)
+    assert (first["averagemflatency"], first["maxmflatency"], first["avg_icnt2mem_latency"]) == (214, 295, 51)
+    assert (second["averagemflatency"], second["avg_icnt2mem_latency"]) == (219, 64)  # as printed, not differenced
+    assert STATS["averagemflatency"].kind == "process" and STATS["averagemflatency"].unit == "cycles"
+
+
+@pytest.mark.parametrize("path", [SAMPLED_FORK, SAMPLED_UPSTREAM, SAMPLED_THREE], ids=lambda p: p.name)
+def test_progress_samples_add_up_to_each_kernel(path):
+    log = parse_file(path)
+    assert log.status == "complete" and len(log.samples) > 10
+    rows = log.intervals()
+    start = 0
+    for position, record in enumerate(log.kernels, 1):
+        mine = [r for r in rows if r["launch"] == position]
+        assert {r["kernel"] for r in mine} == {record.kernel}
+        assert mine[0]["cycle_start"] == start and mine[-1]["cycle_end"] == record.printed["gpu_tot_sim_cycle"]
+        assert all(a["cycle_end"] == b["cycle_start"] for a, b in zip(mine, mine[1:], strict=False))
+        insn = sum(r["ipc"] * (r["cycle_end"] - r["cycle_start"]) for r in mine)
+        assert insn == pytest.approx(record.metrics["gpu_sim_insn"], rel=1e-9)
+        # occupancy sampled every 500 cycles vs the simulator's per-cycle average (both over SMs with work)
+        busy = [(r["occupancy"], r["cycle_end"] - r["cycle_start"]) for r in mine if not math.isnan(r["occupancy"])]
+        sampled = sum(o * w for o, w in busy) / sum(w for _, w in busy)
+        assert sampled == pytest.approx(record.metrics["gpu_occupancy"], abs=2.5), record.kernel
+        # the launch latency: no instruction in the first 5000 cycles of each kernel
+        assert all(r["ipc"] == 0 for r in mine if r["cycle_end"] <= start + 5000)
+        hits = [r["l1d_hit_rate"] for r in mine if not math.isnan(r["l1d_hit_rate"])]
+        assert hits and all(0 <= h <= 1 for h in hits)
+        start = mine[-1]["cycle_end"]
+
+
+def test_samples_of_a_kernel_that_never_finished():
+    lines = text(SAMPLED_FORK).splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if line.startswith("kernel_name"))
+    log = parse_text("".join(lines[:cut]))
+    assert log.status == "incomplete" and not log.kernels and len(log.samples) > 10
+    assert {s.kernel for s in log.samples} == {"conv2d_shared"} and {s.launch for s in log.samples} == {0}
+    assert [r["cycle_end"] for r in log.intervals()][:2] == [500, 1000]
