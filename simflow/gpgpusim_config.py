@@ -188,6 +188,30 @@ def base_dir(base: str, root: Path) -> Path:
     return folder
 
 
+# What simflow adds to every run's config so that the log carries periodic progress (see
+# simflow.gpgpusim_log.Sample): every gpgpu_runtime_stat cycles, the LIVENESS trace line (cycle,
+# instructions, occupancy at that cycle) and the runtime L1 stat (flag 0x10: L1D lookups and misses).
+# They print; they do not change what is simulated. An overlay that sets one of them wins.
+INSTRUMENTATION = {"trace_enabled": "1", "trace_components": "LIVENESS", "liveness_message_freq": "0"}
+L1MISS_FLAG = 0x10
+DEFAULT_SAMPLE_CYCLES = 500
+
+
+def instrument(pairs: list[tuple[str, str]], overlay: dict[str, str]) -> dict[str, str]:
+    """The instrumentation options for a merged config: the base's sample interval is kept."""
+    added = {k: v for k, v in INSTRUMENTATION.items() if k not in overlay}
+    if "gpgpu_runtime_stat" not in overlay:
+        current = dict(pairs).get("gpgpu_runtime_stat", "")
+        freq, _, flag = current.partition(":")
+        try:
+            flag_value = int(flag, 16) if flag else 0
+            freq = str(int(freq)) if freq else str(DEFAULT_SAMPLE_CYCLES)
+        except ValueError:
+            freq, flag_value = str(DEFAULT_SAMPLE_CYCLES), 0
+        added["gpgpu_runtime_stat"] = f"{freq}:{flag_value | L1MISS_FLAG:x}"
+    return added
+
+
 @dataclass(frozen=True)
 class WrittenConfig:
     name: str
@@ -195,6 +219,7 @@ class WrittenConfig:
     base_path: Path
     hash: str  # sha256 of the merged config and the companion files, as the simulator reads them
     added: tuple[str, ...]
+    instrumentation: dict[str, str] = field(default_factory=dict)
 
 
 def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) -> WrittenConfig:
@@ -205,8 +230,11 @@ def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) 
     header = [f"simflow config {config.name}: base {config.base} ({source / 'gpgpusim.config'})",
               f"base sha256 {hashlib.sha256(base_text.encode()).hexdigest()}"]
     header += [f"override -{k} {v}" + ("  (not in the base)" if k in added else "") for k, v in config.options.items()]
-    text = render_config(pairs, header)
-    digest = hashlib.sha256(text.encode())
+    modelled = render_config(pairs, header)
+    digest = hashlib.sha256(modelled.encode())  # what is simulated: the instrumentation only prints
+    extra = instrument(pairs, config.options)
+    pairs, _ = merge(modelled, extra)
+    text = render_config(pairs, header + [f"simflow instrumentation -{k} {v}" for k, v in extra.items()])
     for companion in sorted(source.iterdir()):
         if companion.is_file() and companion.name != "gpgpusim.config":
             shutil.copyfile(companion, folder / companion.name)
@@ -214,4 +242,4 @@ def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) 
     tmp = folder / "gpgpusim.config.tmp"
     tmp.write_text(text)
     os.replace(tmp, folder / "gpgpusim.config")
-    return WrittenConfig(config.name, config.base, source, digest.hexdigest()[:16], tuple(added))
+    return WrittenConfig(config.name, config.base, source, digest.hexdigest()[:16], tuple(added), extra)

@@ -36,6 +36,18 @@ def write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def write_csv(path: Path, rows: list[dict]) -> None:
+    """Rows of one shape as CSV, atomically (the columns are the first row's keys)."""
+    import csv
+
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
 def keep_result(result: RunResult, folder: Path) -> None:
     """result.json in the run folder, atomically."""
     result.artifacts.setdefault("result", str(folder / "result.json"))

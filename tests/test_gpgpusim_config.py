@@ -6,7 +6,9 @@ import pytest
 
 from simflow.errors import UserError
 from simflow.gpgpusim_config import (
+    INSTRUMENTATION,
     config_names,
+    instrument,
     load_config,
     merge,
     parse_options,
@@ -128,3 +130,23 @@ def test_missing_simulator_says_what_was_looked_for(monkeypatch, tmp_path):
     monkeypatch.setenv("GPGPUSIM_ROOT", str(tmp_path))
     with pytest.raises(UserError, match="has no configs/ folder"):
         simulator_root()
+
+
+def test_instrumentation_prints_progress_without_changing_the_model(tmp_path):
+    root = fake_simulator(tmp_path)
+    plain, overlaid = tmp_path / "plain", tmp_path / "overlaid"
+    plain.mkdir()
+    overlaid.mkdir()
+    written = write_run_config(parse_overlay('base = "TOY"\n', "toy"), plain, root)
+    pairs = dict(parse_options((plain / "gpgpusim.config").read_text()))
+    assert pairs["trace_enabled"] == "1" and pairs["trace_components"] == "LIVENESS"
+    assert pairs["liveness_message_freq"] == "0" and pairs["gpgpu_runtime_stat"] == "500:10"  # base freq kept
+    assert written.instrumentation["gpgpu_runtime_stat"] == "500:10"
+    # an overlay that sets an instrumentation option wins; the model's hash ignores instrumentation
+    user = write_run_config(parse_overlay('base = "TOY"\n[options]\ngpgpu_runtime_stat = "2000:2"\n'
+                                          'trace_enabled = false\n', "mine"), overlaid, root)
+    pairs = dict(parse_options((overlaid / "gpgpusim.config").read_text()))
+    assert pairs["gpgpu_runtime_stat"] == "2000:2" and pairs["trace_enabled"] == "0"
+    assert set(user.instrumentation) == {"trace_components", "liveness_message_freq"}
+    assert instrument([("gpgpu_runtime_stat", "1000:2")], {}) == {**INSTRUMENTATION, "gpgpu_runtime_stat": "1000:12"}
+    assert instrument([], {})["gpgpu_runtime_stat"] == "500:10"

@@ -36,14 +36,15 @@ from ..gpgpusim_config import (
     SimConfig,
     config_key,
     load_config,
+    parse_options,
     simulator_root,
     write_run_config,
 )
-from ..gpgpusim_log import STATS, parse_file
+from ..gpgpusim_log import parse_file, stat_of
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
-from ..run_folders import keep_result, new_run_folder, write_json
+from ..run_folders import keep_result, new_run_folder, write_csv, write_json
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
@@ -53,6 +54,7 @@ CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host wa
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
+INTERVALS = "intervals.csv"  # per-interval IPC, occupancy and L1D hit rate (simflow.gpgpusim_log.SimLog.intervals)
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
 
 
@@ -115,7 +117,7 @@ def execute(folder: Path) -> dict:
         config = SimConfig(**spec["config"])
         written = write_run_config(config, folder, root)
         facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
-                     config_options_new_to_base=list(written.added))
+                     config_options_new_to_base=list(written.added), instrumentation=written.instrumentation)
         env = simulator_environment(root, cuda_install_path(toolkit))
     except UserError as exc:
         facts.update(finished=utc_timestamp(), setup_error=str(exc))
@@ -236,6 +238,27 @@ def finish(folder: Path) -> RunResult:
     return result
 
 
+# Facts of the simulated GPU from the config the run read: (metric, options multiplied, unit).
+MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
+            ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
+            ("schedulers_per_sm", ("gpgpu_num_sched_per_core",), "schedulers"))
+
+
+def modelled_facts(config: Path) -> dict[str, tuple[float, str]]:
+    """What `simflow explain` needs to know of the simulated GPU: the cycles each kernel launch waits
+    before its first block starts (they count in its gpu_sim_cycle), the SMs, the warp schedulers per SM."""
+    if not config.is_file():
+        return {}
+    options = dict(parse_options(config.read_text(errors="replace")))
+    facts = {}
+    for name, keys, unit in MODELLED:
+        try:
+            facts[name] = (math.prod(float(options[key].split(":")[0]) for key in keys), unit)
+        except (KeyError, ValueError):
+            continue
+    return facts
+
+
 def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
     log_path = folder / "sim.log.gz"
     result.artifacts["log"] = str(log_path)
@@ -245,6 +268,12 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     if log.flavour:
         result.environment["simulator_flavour"] = log.flavour
     result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
+    for name, (value, unit) in modelled_facts(folder / "gpgpusim.config").items():
+        result.add(name, value, unit)
+    intervals = log.intervals()
+    if intervals:
+        write_csv(folder / INTERVALS, intervals)
+        result.artifacts["intervals"] = str(folder / INTERVALS)
     for key, unit in (("gpgpu_simulation_time", "s"), ("gpgpu_simulation_rate_insn", "thread insn/s")):
         value = log.run_facts().get(key)
         if value is not None:
@@ -268,7 +297,8 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
             max_warps = SIMULATED_DEVICE.max_threads_per_sm // SIMULATED_DEVICE.warp_size
             result.add(prefix + "theoretical_occupancy", round(100 * min(1.0, warps / max_warps), 2), "%")
         for name, value in record.metrics.items():
-            result.add(prefix + name, value, STATS[name].unit if name in STATS else "")
+            stat = stat_of(name)
+            result.add(prefix + name, value, stat.unit if stat else "")
     program_fail = next((line for line in log.program_lines if line.startswith("simflow: FAIL")), "")
 
     if facts.get("timed_out"):
