@@ -479,6 +479,26 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def _explain_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="run id or selector (the reference)")
+    p.add_argument("b", help="run id or selector")
+    p.add_argument("--force", action="store_true", help="explain even when the runs are not comparable")
+    p.add_argument("--format", "-f", default="table", choices=["table", "markdown", "json"])
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    _results_arg(p)
+
+
+@command("explain", _explain_args, help="why B takes more or fewer cycles than A: a ranked, number-backed account")
+def cmd_explain(args) -> int:
+    from .explain import explain, format_explanation
+    from .selectors import resolve_one
+
+    with _store(args, read_only=True) as store:
+        a, b = resolve_one(store, args.a), resolve_one(store, args.b)
+    _emit(format_explanation(explain(a, b, args.force), args.format), args.output)
+    return 0
+
+
 def _compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")

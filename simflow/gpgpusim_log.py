@@ -184,6 +184,10 @@ _CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
 # the process's cycle and thread instructions so far, and the SMs' occupancy at that cycle.
 _SAMPLE = re.compile(r"GPGPU-Sim Cycle (\d+): LIVENESS - uArch: inst\.: (\d+) \(ipc=[^,]*, occ=[^\[]*\[(\d+) / (\d+)\]")
 _FAIL_FAMILY = "Total_core_cache_fail_stats_breakdown["
+# Facts of the simulated GPU read from the option dump: (name, options multiplied, unit).
+MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
+            ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
+            ("schedulers_per_sm", ("gpgpu_num_sched_per_core",), "schedulers"))
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
                             r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*|\*\* ERROR", re.IGNORECASE)
@@ -253,6 +257,7 @@ class SimLog:
     program_lines: list[str] = field(default_factory=list)  # lines the simulated program printed (simflow:)
     notes: list[str] = field(default_factory=list)  # what was read as missing, and why
     samples: list[Sample] = field(default_factory=list)  # periodic progress, when the simulator printed it
+    options: dict[str, str] = field(default_factory=dict)  # the options the simulator printed it runs with
     lines: int = 0
 
     @property
@@ -289,6 +294,17 @@ class SimLog:
             })
             before = sample
         return rows
+
+    def modelled(self) -> dict[str, tuple[float, str]]:
+        """Facts of the simulated GPU from the printed options: the cycles each kernel launch waits before
+        its first block starts (they count in its gpu_sim_cycle), the SMs, the warp schedulers per SM."""
+        facts = {}
+        for name, keys, unit in MODELLED:
+            try:
+                facts[name] = (math.prod(float(self.options[key].split(":")[0]) for key in keys), unit)
+            except (KeyError, ValueError):
+                continue
+        return facts
 
     def run_facts(self) -> dict:
         facts = {"status": self.status, "reason": self.reason, "simulator_version": self.simulator_version,
@@ -375,6 +391,11 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
         if not line:
             continue
         saw_any = True
+        if line[0] == "-" and not log.kernels:  # the option dump: -name value # meaning
+            name, _, rest = line[1:].partition(" ")
+            if name and rest.strip():
+                log.options[name] = rest.split("#", 1)[0].strip()
+            continue
         if line.startswith("total_dl1_"):  # the runtime L1 stat after a progress sample
             if log.samples:
                 key, _, rest = line.partition("=")

@@ -36,7 +36,6 @@ from ..gpgpusim_config import (
     SimConfig,
     config_key,
     load_config,
-    parse_options,
     simulator_root,
     write_run_config,
 )
@@ -238,27 +237,6 @@ def finish(folder: Path) -> RunResult:
     return result
 
 
-# Facts of the simulated GPU from the config the run read: (metric, options multiplied, unit).
-MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
-            ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
-            ("schedulers_per_sm", ("gpgpu_num_sched_per_core",), "schedulers"))
-
-
-def modelled_facts(config: Path) -> dict[str, tuple[float, str]]:
-    """What `simflow explain` needs to know of the simulated GPU: the cycles each kernel launch waits
-    before its first block starts (they count in its gpu_sim_cycle), the SMs, the warp schedulers per SM."""
-    if not config.is_file():
-        return {}
-    options = dict(parse_options(config.read_text(errors="replace")))
-    facts = {}
-    for name, keys, unit in MODELLED:
-        try:
-            facts[name] = (math.prod(float(options[key].split(":")[0]) for key in keys), unit)
-        except (KeyError, ValueError):
-            continue
-    return facts
-
-
 def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
     log_path = folder / "sim.log.gz"
     result.artifacts["log"] = str(log_path)
@@ -268,7 +246,7 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     if log.flavour:
         result.environment["simulator_flavour"] = log.flavour
     result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
-    for name, (value, unit) in modelled_facts(folder / "gpgpusim.config").items():
+    for name, (value, unit) in log.modelled().items():
         result.add(name, value, unit)
     intervals = log.intervals()
     if intervals:

@@ -1,0 +1,321 @@
+"""`simflow explain A B`: where the cycle difference between two runs of one problem comes from.
+
+Everything is computed from the runs' stats; nothing is written per variant. The account is an
+exact decomposition of B's cycles minus A's (simulator names; a `gpu-ncu` pair carries them too):
+
+    cycles    = L + E              L: launch latency (the config's, once per kernel launch)
+    E         = I / IPC            I: thread instructions, IPC over the execution cycles E
+    IPC       = t * w_per_slot * k t: threads per warp instruction, k: issue slots per cycle
+    slots / w = 1 + sum_c lost_c   lost_c: slots lost to stall cause c per warp instruction
+
+Each factor is changed from A's value to B's in that order and the cycles it moves are its effect,
+so the effects add up to B - A exactly. Counts, rates and occupancy follow as evidence, each line
+with its numbers. A run with several kernels is explained on its totals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from .compare import comparable, render
+from .errors import UserError
+from .gpgpusim_log import stat_of
+from .store import StoredRun
+
+CAUSES = {  # issue-slot category -> what a lost slot means
+    "issue_slots[W0_Scoreboard]": "waiting on a register not yet written (RAW dependence, mostly a load)",
+    "issue_slots[W0_Idle]": "no valid instruction (warps done, at a barrier, or fetching)",
+    "issue_slots[Stall]": "ready, but the pipeline or functional unit was busy",
+}
+INSTRUCTIONS = (  # (metric, what)
+    ("gpgpu_n_tot_w_icount", "warp instructions"),
+    ("gpgpu_n_shmem_insn", "shared-memory instructions (thread level)"),
+    ("gpgpu_n_load_insn", "global load instructions (thread level)"),
+    ("gpgpu_n_store_insn", "global store instructions (thread level)"),
+    ("gpgpu_n_param_mem_insn", "kernel-parameter loads (thread level)"),
+    ("issue_slots[issued_partial]", "warp instructions with fewer than 32 threads active"),
+)
+MEMORY = (
+    ("gpgpu_n_shmem_bkconflict", "shared-memory bank conflicts (counted by the accel-sim fork; upstream prints 0)"),
+    ("gpgpu_stall_shd_mem[s_mem][bk_conf]", "memory-pipeline stall cycles: shared-memory bank conflicts"),
+    ("gpgpu_stall_shd_mem[gl_mem][coal_stall]", "memory-pipeline stall cycles: global coalescing"),
+    ("gpgpu_stall_shd_mem[gl_mem][resource_stall]", "memory-pipeline stall cycles: global memory resources"),
+    ("gpgpu_stall_shd_mem[gl_mem][data_port_stall]", "memory-pipeline stall cycles: L1D data port"),
+    ("gpu_reg_bank_conflict_stalls", "register bank conflict stalls"),
+    ("L1D_total_cache_accesses", "L1D accesses"),
+    ("L1D_total_cache_misses", "L1D misses"),
+    ("L1D_total_cache_reservation_fails", "L1D accesses refused for lack of resources"),
+    ("L2_total_cache_accesses", "L2 accesses"),
+    ("L2_total_cache_misses", "L2 misses"),
+    ("total dram reads", "DRAM reads"),
+    ("total dram writes", "DRAM writes"),
+    ("averagemflatency", "average memory fetch latency, cycles (whole process)"),
+)
+WEIGHTED = {"gpu_occupancy", "theoretical_occupancy", "gpu_ipc", "L2_BW", "partiton_level_parallism"}
+KERNEL_LEVEL = {"theoretical_occupancy"}  # per-kernel metrics the backend adds beside the simulator's stats
+
+
+@dataclass
+class Line:
+    section: str  # "cycles", "IPC", "memory", "occupancy"
+    what: str
+    a: float
+    b: float
+    unit: str = ""
+    effect: float = math.nan  # cycles of B - A this line accounts for (nan: evidence, not a term)
+    detail: str = ""  # the numbers behind it, in words
+
+    @property
+    def change(self) -> float:
+        return (self.b / self.a - 1) * 100 if self.a and not math.isnan(self.a) else math.nan
+
+
+@dataclass
+class Explanation:
+    a: StoredRun
+    b: StoredRun
+    cycles: tuple[float, float]
+    lines: list[Line] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    launch_latency: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def delta(self) -> float:
+        return self.cycles[1] - self.cycles[0]
+
+    def terms(self, section: str) -> list[Line]:
+        """One decomposition's terms (they add up to B - A), largest effect first."""
+        terms = [line for line in self.lines if line.section == section and not math.isnan(line.effect)]
+        return sorted(terms, key=lambda line: -abs(line.effect))
+
+    def ranked(self) -> list[Line]:
+        """The finest decomposition there is: issue slots on the simulator, instructions and IPC otherwise."""
+        return self.terms("slots") or self.terms("cycles")
+
+    def evidence(self, section: str) -> list[Line]:
+        lines = [line for line in self.lines if line.section == section and math.isnan(line.effect)]
+        return sorted(lines, key=lambda line: -abs(_log_ratio(line.a, line.b)))
+
+
+def _log_ratio(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b) or a == b:
+        return 0.0
+    if a <= 0 or b <= 0:
+        return math.inf
+    return math.log(b / a)
+
+
+def totals(run: StoredRun) -> dict[str, float]:
+    """A run's stats summed over its kernels (counts), cycle-weighted (rates, occupancy) or the last
+    kernel's (whole-process figures). Run-level metrics pass through."""
+    by_kernel: dict[str, dict[str, float]] = {}
+    out: dict[str, float] = {}
+    for name, value in run.metrics.items():
+        prefix, _, base = name.rpartition(".")
+        if stat_of(base) is not None or base in KERNEL_LEVEL:
+            by_kernel.setdefault(prefix, {})[base] = float(value)
+        else:
+            out[name] = float(value)
+    kernels = list(by_kernel.values())
+    out["kernel_launches"] = float(len(kernels))
+    names = {n for k in kernels for n in k}
+    for name in names:
+        values = [(k.get(name, math.nan), k.get("gpu_sim_cycle", math.nan)) for k in kernels]
+        stat = stat_of(name)
+        if name in WEIGHTED:
+            known = [(v, c) for v, c in values if not math.isnan(v) and not math.isnan(c)]
+            out[name] = sum(v * c for v, c in known) / sum(c for _, c in known) if known else math.nan
+        elif stat is not None and stat.kind == "process":
+            out[name] = values[-1][0]
+        else:
+            out[name] = sum(v for v, _ in values)
+    return out
+
+
+def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
+    why = comparable(a, b)
+    if why and not force:
+        raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force explains them anyway")
+    if a.backend != b.backend or a.backend not in ("gpgpusim", "gpu-ncu"):
+        raise UserError(f"explain needs two simulator runs or two gpu-ncu runs (simflow profile); got {a.backend} "
+                        f"and {b.backend}: a plain GPU run has times, not the counters that explain them")
+    ta, tb = totals(a), totals(b)
+    missing = [n for n in ("gpu_sim_cycle", "gpu_sim_insn") if math.isnan(ta.get(n, math.nan))
+               or math.isnan(tb.get(n, math.nan))]
+    if missing:
+        raise UserError(f"runs {a.id} ({a.status}) and {b.id} ({b.status}) do not both have {', '.join(missing)}; "
+                        "explain needs complete runs")
+    out = Explanation(a, b, (ta["gpu_sim_cycle"], tb["gpu_sim_cycle"]))
+    if why:
+        out.notes.append(f"not comparable: {why} (explained anyway: --force)")
+    for run in (a, b):
+        if run.status != "passed":
+            out.notes.append(f"run {run.id} did not pass ({run.status}: {run.reason})")
+    _cycles(out, ta, tb)
+    _evidence(out, ta, tb)
+    return out
+
+
+def _get(t: dict, name: str) -> float:
+    return t.get(name, math.nan)
+
+
+def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
+    """The two exact decompositions (module docstring) into effect lines."""
+    latency = [_get(t, "kernel_launch_latency") * t["kernel_launches"] for t in (ta, tb)]
+    latency = [0.0 if math.isnan(v) else v for v in latency]
+    execution = [t["gpu_sim_cycle"] - lat for t, lat in zip((ta, tb), latency, strict=True)]
+    insn = [ta["gpu_sim_insn"], tb["gpu_sim_insn"]]
+    launches = Line("", "kernel launch latency", latency[0], latency[1], "cycles", latency[1] - latency[0],
+                    f"{ta['kernel_launches']:g} vs {tb['kernel_launches']:g} launch(es) of "
+                    f"{_get(tb, 'kernel_launch_latency'):g} cycles, before any block starts")
+    out.launch_latency = tuple(latency)
+    if min(execution) <= 0 or min(insn) <= 0:
+        out.notes.append("a run has no execution cycles or instructions: only the launch latency is explained")
+        out.lines.append(replace(launches, section="cycles"))
+        return
+    ipc = [i / e for i, e in zip(insn, execution, strict=True)]
+    at_a_ipc = insn[1] / ipc[0]
+    out.lines += [
+        replace(launches, section="cycles"),
+        Line("cycles", "thread instructions", insn[0], insn[1], "thread insn", at_a_ipc - execution[0],
+             f"B's instructions at A's IPC would take {at_a_ipc:.0f} execution cycles, A's took {execution[0]:.0f}"),
+        Line("cycles", "IPC while executing", ipc[0], ipc[1], "thread insn/cycle", execution[1] - at_a_ipc,
+             f"instructions over execution cycles: {insn[0]:.0f}/{execution[0]:.0f} vs "
+             f"{insn[1]:.0f}/{execution[1]:.0f}"),
+    ]
+    slots = {name: [_get(t, name) for t in (ta, tb)] for name in ("issue_slots[issued]", *CAUSES)}
+    if any(math.isnan(v) for pair in slots.values() for v in pair):
+        out.notes.append(f"{out.b.backend} runs carry no issue-slot breakdown: the account stops at IPC")
+        return
+    total = [sum(pair[i] for pair in slots.values()) for i in (0, 1)]
+    per_cycle = [s / e for s, e in zip(total, execution, strict=True)]  # scheduler slots with work per cycle
+    out.lines.append(replace(launches, section="slots"))
+    issued = slots["issue_slots[issued]"]
+    out.lines.append(Line("slots", "warp instructions issued", issued[0], issued[1], "warp insn",
+                          (issued[1] - issued[0]) / per_cycle[0],
+                          f"one issue slot each, at A's {per_cycle[0]:.1f} slots per cycle"))
+    for name, meaning in CAUSES.items():
+        a, b = slots[name]
+        out.lines.append(Line("slots", f"slots lost: {name.split('[')[1].rstrip(']')}", a, b, "slots",
+                              (b - a) / per_cycle[0], f"{meaning}; {100 * a / total[0]:.1f} % vs "
+                              f"{100 * b / total[1]:.1f} % of the slots"))
+    sched = _get(tb, "schedulers_per_sm")
+    sms = "" if math.isnan(sched) else (f": about {per_cycle[0] / sched:.1f} vs {per_cycle[1] / sched:.1f} SMs "
+                                        f"with work ({sched:g} schedulers each)")
+    out.lines.append(Line("slots", "scheduler slots with work per cycle", per_cycle[0], per_cycle[1], "slots/cycle",
+                          execution[1] - total[1] / per_cycle[0],
+                          f"more SMs busy at once give more slots a cycle{sms}"))
+
+
+def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
+    for section, table in (("instructions", INSTRUCTIONS), ("memory", MEMORY)):
+        for name, what in table:
+            va, vb = _get(ta, name), _get(tb, name)
+            if not (math.isnan(va) and math.isnan(vb)):
+                out.lines.append(Line(section, what, va, vb, stat_of(name).unit, detail=name))
+    warps = [_get(t, "gpgpu_n_tot_w_icount") for t in (ta, tb)]
+    if all(w > 0 for w in warps):
+        out.lines.append(Line("instructions", "threads per warp instruction", ta["gpu_sim_insn"] / warps[0],
+                              tb["gpu_sim_insn"] / warps[1], "threads", detail="gpu_sim_insn / gpgpu_n_tot_w_icount"))
+    for level in ("L1D", "L2"):
+        acc = [_get(t, f"{level}_total_cache_accesses") for t in (ta, tb)]
+        miss = [_get(t, f"{level}_total_cache_misses") for t in (ta, tb)]
+        if all(not math.isnan(x) and x > 0 for x in acc) and not any(math.isnan(x) for x in miss):
+            hit = [100 * (1 - m / x) for m, x in zip(miss, acc, strict=True)]
+            out.lines.append(Line("memory", f"{level} hit rate", hit[0], hit[1], "%",
+                                  detail=f"1 - misses/accesses: {miss[0]:.0f}/{acc[0]:.0f} vs "
+                                         f"{miss[1]:.0f}/{acc[1]:.0f}"))
+    a_run, b_run = out.a, out.b
+    occupancy = [("gpu_occupancy", "achieved occupancy", "active warps over the warp slots of SMs with work"),
+                 ("theoretical_occupancy", "theoretical occupancy", "resident CTAs' warps over the SM's warp slots"),
+                 ("gpu_tot_issued_cta", "thread blocks (CTAs)", "")]
+    for name, what, detail in occupancy:
+        va, vb = _get(ta, name), _get(tb, name)
+        if math.isnan(va) and math.isnan(vb):
+            continue
+        if name == "theoretical_occupancy":
+            limits = [_limiter(run) for run in (a_run, b_run)]
+            detail += f"; limited by {limits[0] or '?'} vs {limits[1] or '?'}"
+        if name == "gpu_tot_issued_cta" and not math.isnan(_get(tb, "simulated_sms")):
+            detail = f"on {_get(tb, 'simulated_sms'):g} simulated SMs: at most that many SMs have work"
+        out.lines.append(Line("occupancy", what, va, vb, "%" if "occupancy" in name else "CTAs", detail=detail))
+
+
+def _limiter(run: StoredRun) -> str:
+    found = sorted({v for k, v in run.environment.items() if k.split(".")[-1] == "cta_limited_by"})
+    per_core = sorted({f"{v:g}" for k, v in run.metrics.items() if k.split(".")[-1] == "cta_per_core"})
+    text = ", ".join(found)
+    return f"{text} ({'/'.join(per_core)} CTAs per SM)" if text and per_core else text
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.4g}"
+
+
+def _identity(run: StoredRun) -> str:
+    params = ",".join(f"{k}={v}" for k, v in run.params.items())
+    return f"{run.id} ({run.variant} {params})"
+
+
+EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "Memory traffic, largest change first"),
+            ("occupancy", "Occupancy"))
+
+
+def as_dict(out: Explanation) -> dict:
+    def clean(line: Line) -> dict:
+        row = asdict(line)
+        row["change_%"] = line.change
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+    return {"a": _identity(out.a), "b": _identity(out.b), "problem": out.b.problem.describe(),
+            "backend": out.b.backend, "config": out.b.config,
+            "simulator": out.b.environment.get("simulator_flavour", ""),
+            "cycles": {"a": out.cycles[0], "b": out.cycles[1], "delta": out.delta,
+                       "launch_latency": list(out.launch_latency)},
+            "cycles_as_instructions_over_ipc": [clean(line) for line in out.terms("cycles")],
+            "issue_slots": [clean(line) for line in out.terms("slots")],
+            "evidence": {s: [clean(line) for line in out.evidence(s)] for s, _ in EVIDENCE},
+            "notes": out.notes}
+
+
+def format_explanation(out: Explanation, fmt: str = "table") -> str:
+    """Text (table), markdown or JSON."""
+    import pandas as pd
+
+    if fmt == "json":
+        return json.dumps(as_dict(out), indent=2) + "\n"
+    if fmt not in ("table", "markdown"):
+        raise UserError(f"explain prints table, markdown or json, not {fmt!r}")
+    delta, base = out.delta, out.cycles[0]
+    where = f"{out.b.problem.describe()}, {out.b.backend}"
+    if out.b.config:
+        where += f", config {out.b.config}"
+    if out.b.environment.get("simulator_flavour"):
+        where += f", {out.b.environment['simulator_flavour']}"
+    head = [f"A = {_identity(out.a)}", f"B = {_identity(out.b)}", where,
+            f"cycles: A {base:.0f}, B {out.cycles[1]:.0f}: B - A = {delta:+.0f} ({100 * delta / base:+.1f} %)"]
+    if any(out.launch_latency):
+        head.append(f"of which kernel launch latency (no instruction runs): A {out.launch_latency[0]:.0f}, "
+                    f"B {out.launch_latency[1]:.0f}")
+    parts = ["\n".join(head) + "\n"]
+    for section, title in (("cycles", "Cycles as instructions over IPC (effects add up to B - A)"),
+                           ("slots", "Where the issue slots went, largest effect first (effects add up to B - A)")):
+        rows = [{"rank": i, "factor": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
+                 "cycles": f"{line.effect:+.0f}", "share_%": f"{100 * line.effect / delta:+.0f}" if delta else "",
+                 "numbers": line.detail} for i, line in enumerate(out.terms(section), 1)]
+        if rows:
+            parts.append(render(pd.DataFrame(rows), fmt, title))
+    for section, title in EVIDENCE:
+        rows = [{"what": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
+                 "change_%": "" if math.isnan(line.change) else f"{line.change:+.0f}", "numbers": line.detail}
+                for line in out.evidence(section)]
+        if rows:
+            parts.append(render(pd.DataFrame(rows), fmt, title))
+    if out.notes:
+        parts.append("\n".join(f"note: {n}" for n in out.notes) + "\n")
+    return "\n".join(parts)
