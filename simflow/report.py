@@ -132,6 +132,11 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
         written += plots
         html_parts.append('<div class="plots">' + "".join(_img(p) for p in plots) + "</div>")
         md_parts.append("\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n")
+        over_time = _interval_section(plt, table, table_runs, folder / f"{slug}-over-cycles.png")
+        if over_time:
+            html_parts.append(over_time[0])
+            md_parts.append(over_time[1])
+            written += [over_time[2]] if over_time[2] else []
     # The same variant, every parameter and the problem equal, on the GPU and under the simulator.
     speedups = {names_of[k]: v for k, v in speedups.items()}
     both = {label: v for label, v in speedups.items() if "gpu" in v and "gpgpusim" in v}
@@ -160,6 +165,68 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     markdown = folder / "report.md"
     markdown.write_text("\n".join(md_parts))
     return [page, markdown, *written]
+
+
+MAX_INTERVAL_RUNS = 8
+INTERVAL_PANELS = (("ipc", "IPC (thread insn/cycle)", 1.0), ("occupancy", "occupancy (%)", 1.0),
+                   ("l1d_hit_rate", "L1D hit rate (%, tag lookups)", 100.0))
+
+
+def _interval_section(plt, table, runs: list[StoredRun], path: Path) -> tuple[str, str, Path | None] | None:
+    """Simulator runs' IPC, occupancy and L1D hit rate over simulated cycles (their intervals.csv), one
+    line per run, with each run's totals beside: where in the run a difference arises."""
+    import pandas as pd
+
+    label_of = {run_id: label for label, run_id in zip(table.frame["group"], table.frame["run"], strict=True)}
+    found, missing = [], []
+    for run in runs:
+        source = run.artifacts.get("intervals", "")
+        if run.backend != "gpgpusim":
+            continue
+        if source and Path(source).is_file():
+            found.append((run, pd.read_csv(source)))
+        elif source:
+            missing.append(f"{run.id} ({source} is gone)")
+    title = f"{table.title}: over simulated cycles"
+    if not found:
+        if not missing:
+            return None
+        note = "No intervals for: " + "; ".join(missing) + "."
+        return f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>", f"## {title}\n\n{note}\n", None
+    shown = found[:MAX_INTERVAL_RUNS]
+    fig, axes = plt.subplots(len(INTERVAL_PANELS), 1, figsize=(9, 2.4 * len(INTERVAL_PANELS) + 0.8), sharex=True)
+    for run, frame in shown:
+        for ax, (column, _, scale) in zip(axes, INTERVAL_PANELS, strict=True):
+            ax.step(frame["cycle_end"], frame[column] * scale, where="pre", linewidth=1.2, label=label_of.get(run.id))
+    for ax, (_, axis_label, _) in zip(axes, INTERVAL_PANELS, strict=True):
+        ax.set_ylabel(axis_label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("simulated cycles (gaps: no SM had work, e.g. the launch latency)", fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.35), ncol=min(4, len(shown)), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    rows = []
+    for run, frame in shown:
+        accesses, misses = run.metrics.get("L1D_total_cache_accesses"), run.metrics.get("L1D_total_cache_misses")
+        hit = 100 * (1 - misses / accesses) if accesses and misses is not None else math.nan
+        rows.append({"group": label_of.get(run.id, run.id), "run": run.id, "intervals": len(frame),
+                     "gpu_sim_cycle": run.metrics.get("gpu_sim_cycle", math.nan),
+                     "gpu_ipc": run.metrics.get("gpu_ipc", math.nan),
+                     "gpu_occupancy": run.metrics.get("gpu_occupancy", math.nan), "L1D hit rate %": hit})
+    totals = pd.DataFrame(rows)
+    note = ("Each run's simulator progress every few hundred cycles (intervals.csv in its folder): IPC over "
+            "the interval, occupancy at its end, L1D hit rate of its tag lookups. The totals beside are the "
+            "simulator's own figures for the whole run.")
+    if len(found) > len(shown):
+        note += f" The first {len(shown)} of {len(found)} runs are drawn."
+    if missing:
+        note += " No intervals for: " + "; ".join(missing) + "."
+    page = (f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>" + render(totals, "html", "totals")
+            + _img(path))
+    markdown = f"## {title}\n\n{note}\n\n" + render(totals, "markdown") + f"\n![{path.stem}]({path.name})\n"
+    return page, markdown, path
 
 
 def _safe(name: str) -> str:

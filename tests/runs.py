@@ -24,10 +24,11 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PROBLEM = get_problem("batch3x3")
 
 
-def sim_record(results: Path, variant: str = "global", wrong: bool = False) -> RunResult:
+def sim_record(results: Path, variant: str = "global", wrong: bool = False, log: Path | None = None) -> RunResult:
+    """`log`: another real log of this variant on batch3x3 (e.g. one of tests/data with progress samples)."""
     run_id, folder = new_run_folder(variant, results)
     prepare(render(variant, PROBLEM), PROBLEM.B, load_config("SM7_QV100"), 0, 600, folder, run_id)
-    shutil.copy(EXAMPLES / f"accelsim-fork_qv100_batch3x3_{variant}.log.gz", folder / "sim.log.gz")
+    shutil.copy(log or EXAMPLES / f"accelsim-fork_qv100_batch3x3_{variant}.log.gz", folder / "sim.log.gz")
     write_json(folder / "execution.json", {"wall_s": 3.3, "returncode": 0, "timed_out": False,
                                            "config_hash": "d36264132f3a29ca", "config_base": "SM7_QV100"})
     x, w = make_inputs(PROBLEM, 0)

@@ -2,6 +2,7 @@
 
 import base64
 import re
+from pathlib import Path
 
 import pytest
 from runs import gpu_record, sim_record
@@ -11,6 +12,7 @@ from simflow.report import write_report
 from simflow.store import Store
 
 PNG = b"\x89PNG\r\n\x1a\n"
+DATA = Path(__file__).parent / "data"
 
 
 def test_report_of_simulator_and_gpu_runs(tmp_path):
@@ -61,3 +63,27 @@ def test_gpu_and_simulator_are_paired_on_every_parameter(tmp_path):
     md = (tmp_path / "r" / "report.md").read_text()
     side = md.split("## GPU and simulator side by side")[1]
     assert "tile=32" not in side and "| variant=shared | 1.250 | 0.920 |" in side
+
+
+def test_simulator_runs_over_simulated_cycles(tmp_path):
+    """The report plots IPC, occupancy and L1D hit rate from each run's intervals.csv beside its totals."""
+    pytest.importorskip("matplotlib")
+    sampled = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
+    with Store(tmp_path) as store:
+        store.add(sim_record(tmp_path, "global"))  # an older log: no progress samples, no intervals
+        shared = sim_record(tmp_path, "shared", log=sampled)
+        store.add(shared)
+        runs = store.runs()
+    intervals = Path(shared.artifacts["intervals"])
+    header = intervals.read_text().splitlines()[0]
+    assert header == "kernel,launch,cycle_start,cycle_end,ipc,occupancy,l1d_accesses,l1d_hit_rate"
+    out = tmp_path / "report"
+    paths = write_report(runs, out, by=["variant"], baseline="global")
+    over = out / "gpgpusim-0-over-cycles.png"
+    assert over in paths and over.read_bytes().startswith(PNG)
+    md = (out / "report.md").read_text()
+    assert "over simulated cycles" in md and f"| variant=shared | {shared.run_id} | 15 | 7277 |" in md
+    assert "variant=global | " in md.split("over simulated cycles")[0]  # the totals table shows only runs drawn
+    intervals.unlink()
+    write_report(runs, out, by=["variant"], baseline="global")
+    assert f"No intervals for: {shared.run_id} ({intervals} is gone)." in (out / "report.md").read_text()
