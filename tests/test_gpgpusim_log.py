@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simflow.gpgpusim_log import CATALOGUE, STATS, iter_catalogue, parse_file, parse_text, stat_of
+from simflow.gpgpusim_log import (
+    CATALOGUE,
+    STATS,
+    iter_catalogue,
+    parse_aerialvision,
+    parse_file,
+    parse_text,
+    stat_of,
+)
 from simflow.metrics import better
 
 DATA = Path(__file__).parent / "data"
@@ -383,3 +391,28 @@ def test_samples_of_a_kernel_that_never_finished():
     assert log.status == "incomplete" and not log.kernels and len(log.samples) > 10
     assert {s.kernel for s in log.samples} == {"conv2d_shared"} and {s.launch for s in log.samples} == {0}
     assert [r["cycle_end"] for r in log.intervals()][:2] == [500, 1000]
+
+
+def test_aerialvision_intervals_follow_the_kernels():
+    """An overlay with visualizer_enabled = 1 on im2col_gemm (three kernels): the file's intervals add
+    up to each kernel's instructions, and their slots follow the log's issue-slot breakdown."""
+    rows = parse_aerialvision(DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_aerialvision.log.gz")
+    log = parse_file(DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_aerialvision-run.log.gz")
+    assert {r["kernel"] for r in rows} == {1, 2, 3} and len(log.kernels) == 3
+    for position, record in enumerate(log.kernels, 1):
+        mine = [r for r in rows if r["kernel"] == position]
+        assert mine[0]["cycle_start"] == 0 and mine[-1]["cycle_end"] <= record.metrics["gpu_sim_cycle"]
+        insn = sum(r["ipc"] * (r["cycle_end"] - r["cycle_start"]) for r in mine)
+        assert insn <= record.metrics["gpu_sim_insn"] and insn > 0.9 * record.metrics["gpu_sim_insn"]
+    # the GEMM kernel: issued slots per SM x 80 SMs ~ its warp instructions (the file rounds down per interval)
+    gemm = log.kernels[1].metrics
+    issued = sum(r["slots_issued"] for r in rows if r["kernel"] == 2) * 80
+    assert issued == pytest.approx(gemm["issue_slots[issued]"], rel=0.05)
+    assert all(r["slots_issued_partial"] <= r["slots_issued"] for r in rows)
+
+
+def test_aerialvision_damaged_keeps_what_came_before(tmp_path):
+    whole = DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_aerialvision.log.gz"
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    assert 0 < len(parse_aerialvision(cut)) < len(parse_aerialvision(whole))

@@ -39,7 +39,7 @@ from ..gpgpusim_config import (
     simulator_root,
     write_run_config,
 )
-from ..gpgpusim_log import parse_file, stat_of
+from ..gpgpusim_log import AERIALVISION_GLOB, parse_aerialvision, parse_file, stat_of
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
@@ -252,6 +252,12 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     if intervals:
         write_csv(folder / INTERVALS, intervals)
         result.artifacts["intervals"] = str(folder / INTERVALS)
+    for visualizer in sorted(folder.glob(AERIALVISION_GLOB))[-1:]:  # when an overlay turned it on
+        result.artifacts["aerialvision"] = str(visualizer)
+        rows = parse_aerialvision(visualizer)
+        if rows:
+            write_csv(folder / "aerialvision.csv", rows)
+            result.artifacts["aerialvision_intervals"] = str(folder / "aerialvision.csv")
     for key, unit in (("gpgpu_simulation_time", "s"), ("gpgpu_simulation_rate_insn", "thread insn/s")):
         value = log.run_facts().get(key)
         if value is not None:
