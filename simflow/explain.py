@@ -215,7 +215,8 @@ def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
         for name, what in table:
             va, vb = _get(ta, name), _get(tb, name)
             if not (math.isnan(va) and math.isnan(vb)):
-                out.lines.append(Line(section, what, va, vb, stat_of(name).unit, detail=name))
+                unit = "warp insn" if name.startswith("issue_slots") else stat_of(name).unit  # one slot each
+                out.lines.append(Line(section, what, va, vb, unit, detail=name))
     warps = [_get(t, "gpgpu_n_tot_w_icount") for t in (ta, tb)]
     if all(w > 0 for w in warps):
         out.lines.append(Line("instructions", "threads per warp instruction", ta["gpu_sim_insn"] / warps[0],
@@ -239,8 +240,10 @@ def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
         if name == "theoretical_occupancy":
             limits = [_limiter(run) for run in (a_run, b_run)]
             detail += f"; limited by {limits[0] or '?'} vs {limits[1] or '?'}"
-        if name == "gpu_tot_issued_cta" and not math.isnan(_get(tb, "simulated_sms")):
-            detail = f"on {_get(tb, 'simulated_sms'):g} simulated SMs: at most that many SMs have work"
+        sms = _get(tb, "simulated_sms")
+        if name == "gpu_tot_issued_cta" and not math.isnan(sms):
+            detail = (f"on {sms:g} simulated SMs: at most {min(va, sms):g} vs {min(vb, sms):g} SMs have work "
+                      "(more only with more CTAs)")
         out.lines.append(Line("occupancy", what, va, vb, "%" if "occupancy" in name else "CTAs", detail=detail))
 
 
@@ -255,6 +258,10 @@ def _number(value: float) -> str:
     if math.isnan(value):
         return "n/a"
     return f"{value:.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.4g}"
+
+
+def _signed(value: float) -> str:
+    return f"{round(value) + 0:+d}"  # + 0: no "-0"
 
 
 def _identity(run: StoredRun) -> str:
@@ -306,13 +313,13 @@ def format_explanation(out: Explanation, fmt: str = "table") -> str:
     for section, title in (("cycles", "Cycles as instructions over IPC (effects add up to B - A)"),
                            ("slots", "Where the issue slots went, largest effect first (effects add up to B - A)")):
         rows = [{"rank": i, "factor": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
-                 "cycles": f"{line.effect:+.0f}", "share_%": f"{100 * line.effect / delta:+.0f}" if delta else "",
+                 "cycles": _signed(line.effect), "share_%": _signed(100 * line.effect / delta) if delta else "",
                  "numbers": line.detail} for i, line in enumerate(out.terms(section), 1)]
         if rows:
             parts.append(render(pd.DataFrame(rows), fmt, title))
     for section, title in EVIDENCE:
         rows = [{"what": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
-                 "change_%": "" if math.isnan(line.change) else f"{line.change:+.0f}", "numbers": line.detail}
+                 "change_%": "" if math.isnan(line.change) else _signed(line.change), "numbers": line.detail}
                 for line in out.evidence(section)]
         if rows:
             parts.append(render(pd.DataFrame(rows), fmt, title))
