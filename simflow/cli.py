@@ -246,7 +246,7 @@ def _exit_code(result) -> int:
     return 0 if result.passed else 2
 
 
-_SIM_SHOWN = ("regs", "smem", "cta_per_core", *SUMMARY)
+_SIM_SHOWN = ("regs", "smem", "cta_per_core", "theoretical_occupancy", *SUMMARY)
 
 
 def _print_result(result, problem: Problem) -> None:
@@ -300,6 +300,9 @@ def cmd_sim(args) -> int:
     for key in ("sim_wall_s", "rel_error"):
         if key in result.metrics:
             print(f"{key}: {result.metrics[key]:.4g}")
+    for key, value in result.environment.items():
+        if key.split(".")[-1] == "cta_limited_by":
+            print(f"{key}: {value} (what caps the CTAs per SM, so the theoretical occupancy)")
     print(f"run: {result.run_id}")
     for key, path in result.artifacts.items():
         if key in ("run_dir", "log"):

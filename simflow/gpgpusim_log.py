@@ -169,8 +169,9 @@ def stat_of(name: str) -> Stat | None:
 SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "gpu_tot_issued_cta",
            "gpgpu_n_tot_w_icount", "L1D_total_cache_accesses", "L1D_total_cache_misses", "L1D_total_cache_miss_rate",
            "gpgpu_n_load_insn", "gpgpu_n_store_insn", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict",
-           "gpgpu_stall_shd_mem[s_mem][bk_conf]", "L2_total_cache_accesses", "L2_total_cache_misses",
-           "total dram reads", "total dram writes", "gpgpu_simulation_time")
+           "gpgpu_stall_shd_mem[s_mem][bk_conf]", "issue_slots[W0_Scoreboard]", "issue_slots[W0_Idle]",
+           "issue_slots[Stall]", "L2_total_cache_accesses", "L2_total_cache_misses", "total dram reads",
+           "total dram writes", "averagemflatency", "gpgpu_simulation_time")
 _PRINTED = {alias: s.name for s in CATALOGUE for alias in (s.name, *s.printed_as)}
 _RATIOS = {"L1D_total_cache_miss_rate": ("L1D_total_cache_misses", "L1D_total_cache_accesses"),
            "L2_total_cache_miss_rate": ("L2_total_cache_misses", "L2_total_cache_accesses")}
