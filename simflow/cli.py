@@ -574,6 +574,37 @@ def cmd_import(args) -> int:
     return 0
 
 
+def _import_log_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", nargs="+", metavar="LOG", help="GPGPU-Sim stdout+stderr, plain or .gz")
+    p.add_argument("--label", "-l", action="append", default=[], metavar="KEY=VALUE",
+                   help="a label for every log given (repeatable): app=, variant=, config=, problem= or any key; "
+                        "labels act as parameters in filters, compare --by and reports (default app = file name)")
+    p.add_argument("--config", help="the config's name (default: the config= label, else 'as-logged'); logs whose "
+                                    "printed options differ are never mixed in one comparison table")
+    _results_arg(p)
+    _json_arg(p)
+
+
+@command("import-log", _import_log_args, help="store GPGPU-Sim logs from any application as gpgpusim runs")
+def cmd_import_log(args) -> int:
+    from .log_import import import_log, parse_labels
+
+    labels = parse_labels(args.label)
+    done = []
+    with _store(args) as store:
+        for name in args.logs:
+            result = import_log(Path(name), labels, args.config, _results(args))
+            store.add(result)
+            done.append(result)
+            if not args.json:
+                print(f"{result.run_id}: {name}: {result.status}, {len(result.kernels)} kernel(s)"
+                      + ("" if result.status == "passed" else f" ({result.reason})"))
+    if args.json:
+        print(json.dumps([{"id": r.run_id, "log": r.artifacts["log"], "status": r.status, "reason": r.reason,
+                           "kernels": r.kernels, "labels": r.params} for r in done], indent=2))
+    return 0 if all(r.status == "passed" for r in done) else 2
+
+
 def _sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
@@ -700,44 +731,63 @@ def cmd_check(args) -> int:
 
 
 def _parse_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("log", nargs="?", help="the simulator's stdout+stderr")
-    _json_arg(p, "run facts and one record per kernel launch")
+    p.add_argument("logs", nargs="*", metavar="LOG", help="the simulator's stdout+stderr (plain or .gz); several "
+                                                          "logs give one table, a row per kernel per log")
+    _json_arg(p, "run facts and one record per kernel launch (several logs: {\"logs\": [...]})")
     p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
     p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
+    p.add_argument("--aggregate", action="store_true",
+                   help="one row per kernel name: launches' counts summed, rates weighted by cycles")
     p.add_argument("--catalogue", action="store_true", help="list the stats simflow reads, their kind and unit")
 
 
-@command("parse", _parse_args, help="per-kernel stats from a GPGPU-Sim log (plain or .gz)")
+@command("parse", _parse_args, help="per-kernel stats from GPGPU-Sim logs (plain or .gz)")
 def cmd_parse(args) -> int:
+    import pandas as pd
+
     from .gpgpusim_log import iter_catalogue, parse_file
 
     if args.catalogue:
         print(_table(list(iter_catalogue())))
         return 0
-    if not args.log:
+    if not args.logs:
         raise UserError("simflow parse needs a LOG file (or --catalogue)")
-    path = Path(args.log)
-    if not path.is_file():
-        raise UserError(f"no such log file: {path}")
-    log = parse_file(path)
-    frame = log.frame()
+    paths = [Path(name) for name in args.logs]
+    for path in paths:
+        if not path.is_file():
+            raise UserError(f"no such log file: {path}")
+    parsed = [(path, parse_file(path)) for path in paths]
+    frames = [log.frame(by_name=args.aggregate) for _, log in parsed]
+    for (_, log), frame in zip(parsed, frames, strict=True):
+        if args.aggregate and len(frame) < len(log.kernels):
+            merged = ", ".join(f"{row.kernel} ({row.launches} launches)" for row in frame.itertuples()
+                               if row.launches > 1)
+            print(f"simflow: aggregated {len(log.kernels)} launches into {len(frame)} kernels: {merged}; counts "
+                  "summed, rates weighted by cycles, miss rates recomputed, whole-process figures the last launch's",
+                  file=sys.stderr)
+    table = pd.concat([frame.assign(log=str(path)) for (path, _), frame in zip(parsed, frames, strict=True)],
+                      ignore_index=True) if len(paths) > 1 else frames[0]
+    if len(paths) > 1 and len(table):
+        table = table[["log", *[c for c in table.columns if c != "log"]]]
     if args.csv:
-        frame.to_csv(args.csv, index=False)
+        table.to_csv(args.csv, index=False)
     if args.json:
-        print(json.dumps({**log.run_facts(), "log": str(path),
-                          "per_kernel": json.loads(frame.to_json(orient="records"))}, indent=2))
+        records = [{**log.run_facts(), "log": str(path), "per_kernel": json.loads(frame.to_json(orient="records"))}
+                   for (path, log), frame in zip(parsed, frames, strict=True)]
+        print(json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2))
     else:
-        facts = log.run_facts()
-        print(f"{path}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
-        if log.build:
-            print(f"simulator {log.simulator_version} [{log.build}], {len(log.kernels)} kernel launch(es)")
-        if len(frame):
-            shown = frame.set_index("kernel").T
-            if not args.all:
-                shown = shown.loc[[r for r in ["launch_uid", "complete", "regs", "cta_per_core", "cta_limited_by",
-                                               *SUMMARY] if r in shown.index]]
-            print(shown.to_string())
-    return 0 if log.ok else 2
+        for path, log in parsed:
+            facts = log.run_facts()
+            print(f"{path}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
+            if log.build:
+                print(f"  simulator {log.simulator_version} [{log.build}], {len(log.kernels)} kernel launch(es)")
+        if len(table):
+            ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in table.columns]
+            keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY]
+                            if c in table.columns]
+            shown = table if args.all else table[keep]
+            print((shown.set_index("kernel").T if len(paths) == 1 else shown).to_string())
+    return 0 if all(log.ok for _, log in parsed) else 2
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .compare import comparable, render
 from .errors import UserError
-from .gpgpusim_log import stat_of
+from .gpgpusim_log import aggregate, stat_of
 from .store import StoredRun
 
 CAUSES = {  # issue-slot category -> what a lost slot means
@@ -53,7 +53,6 @@ MEMORY = (
     ("total dram writes", "DRAM writes"),
     ("averagemflatency", "average memory fetch latency, cycles (whole process)"),
 )
-WEIGHTED = {"gpu_occupancy", "theoretical_occupancy", "gpu_ipc", "L2_BW", "partiton_level_parallism"}
 KERNEL_LEVEL = {"theoretical_occupancy"}  # per-kernel metrics the backend adds beside the simulator's stats
 
 
@@ -108,30 +107,21 @@ def _log_ratio(a: float, b: float) -> float:
 
 
 def totals(run: StoredRun) -> dict[str, float]:
-    """A run's stats summed over its kernels (counts), cycle-weighted (rates, occupancy) or the last
-    kernel's (whole-process figures). Run-level metrics pass through."""
+    """A run's stats over all its kernels (simflow.gpgpusim_log.aggregate of the `<kernel>.` ones, or the
+    unprefixed ones of a one-kernel run), and its run-level metrics."""
     by_kernel: dict[str, dict[str, float]] = {}
+    single: dict[str, float] = {}
     out: dict[str, float] = {}
     for name, value in run.metrics.items():
         prefix, _, base = name.rpartition(".")
-        if stat_of(base) is not None or base in KERNEL_LEVEL:
+        if stat_of(base) is None and base not in KERNEL_LEVEL:
+            out[name] = float(value)
+        elif prefix:
             by_kernel.setdefault(prefix, {})[base] = float(value)
         else:
-            out[name] = float(value)
-    kernels = list(by_kernel.values())
-    out["kernel_launches"] = float(len(kernels))
-    names = {n for k in kernels for n in k}
-    for name in names:
-        values = [(k.get(name, math.nan), k.get("gpu_sim_cycle", math.nan)) for k in kernels]
-        stat = stat_of(name)
-        if name in WEIGHTED:
-            known = [(v, c) for v, c in values if not math.isnan(v) and not math.isnan(c)]
-            out[name] = sum(v * c for v, c in known) / sum(c for _, c in known) if known else math.nan
-        elif stat is not None and stat.kind == "process":
-            out[name] = values[-1][0]
-        else:
-            out[name] = sum(v for v, _ in values)
-    return out
+            single[name] = float(value)
+    out["kernel_launches"] = float(len(by_kernel) or 1)
+    return {**(aggregate(list(by_kernel.values())) if by_kernel else single), **out}
 
 
 def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:

@@ -265,12 +265,23 @@ class SimLog:
     def ok(self) -> bool:
         return self.status == "complete"
 
-    def frame(self):
-        """One row per kernel launch: identity, resources, then per-kernel metrics."""
+    def frame(self, by_name: bool = False):
+        """One row per kernel launch: identity, resources, then per-kernel metrics. by_name: one row per
+        kernel name, its launches aggregated (see `aggregate`), with their count and uids."""
         import pandas as pd
 
-        rows = [{"launch_uid": k.launch_uid, "kernel": k.kernel, "complete": k.complete, **k.resources,
-                 **k.metrics} for k in self.kernels]
+        if not by_name:
+            return pd.DataFrame([{"launch_uid": k.launch_uid, "kernel": k.kernel, "complete": k.complete,
+                                  **k.resources, **k.metrics} for k in self.kernels])
+        names: dict[str, list[KernelRecord]] = {}
+        for record in self.kernels:
+            names.setdefault(record.kernel, []).append(record)
+        rows = []
+        for name, records in names.items():
+            same = {k: v for k, v in records[0].resources.items() if all(r.resources.get(k) == v for r in records)}
+            rows.append({"launches": len(records), "launch_uids": ",".join(str(r.launch_uid) for r in records),
+                         "kernel": name, "complete": all(r.complete for r in records), **same,
+                         **aggregate([r.metrics for r in records])})
         return pd.DataFrame(rows)
 
     def intervals(self) -> list[dict]:
@@ -573,6 +584,31 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
         log.status = "incomplete"
         where = f"in kernel {log.kernels[-1].kernel}" if log.kernels else "before any kernel finished"
         log.reason = f"no exit line: the simulator crashed, timed out or the log was cut ({where})"
+
+
+# Per-kernel rates that several launches combine by weighting with each launch's cycles.
+CYCLE_WEIGHTED = {"gpu_ipc", "gpu_occupancy", "partiton_level_parallism", "L2_BW", "theoretical_occupancy"}
+
+
+def aggregate(launches: list[dict[str, float]]) -> dict[str, float]:
+    """Several kernel launches' metrics as one: counts summed, rates weighted by each launch's
+    gpu_sim_cycle, miss rates recomputed from the sums, whole-process figures the last launch's."""
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(n for launch in launches for n in launch):
+        values = [(launch.get(name, math.nan), launch.get("gpu_sim_cycle", math.nan)) for launch in launches]
+        stat = stat_of(name)
+        if name in CYCLE_WEIGHTED:
+            known = [(v, c) for v, c in values if not math.isnan(v) and not math.isnan(c)]
+            out[name] = sum(v * c for v, c in known) / sum(c for _, c in known) if known and any(
+                c for _, c in known) else math.nan
+        elif stat is not None and stat.kind == "process":
+            out[name] = values[-1][0]
+        else:
+            out[name] = sum(v for v, _ in values)
+    for ratio, (num, den) in _RATIOS.items():
+        if num in out and den in out:
+            out[ratio] = out[num] / out[den] if out[den] else math.nan
+    return out
 
 
 AERIALVISION_GLOB = "gpgpusim_visualizer__*.log.gz"  # where the simulator writes it (it ignores the path option)

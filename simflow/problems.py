@@ -28,6 +28,8 @@ class Problem:
     name: str = "custom"
 
     def __post_init__(self) -> None:
+        if self.imported:
+            return
         for field in ("B", "C", "M", "H", "W", "K"):
             value = getattr(self, field)
             if not isinstance(value, int) or value <= 0:
@@ -40,6 +42,16 @@ class Problem:
                 f"{self.H + 2 * self.pad} x {self.W + 2 * self.pad} (H, W + 2*pad); "
                 "use a smaller K, a larger input or more padding"
             )
+
+    @classmethod
+    def of_log(cls, name: str) -> Problem:
+        """What an imported simulator log ran (`simflow import-log`): no convolution simflow knows, so
+        every dimension is 0; `name` is the user's label for it."""
+        return cls(0, 0, 0, 0, 0, 0, 0, name=name)
+
+    @property
+    def imported(self) -> bool:
+        return not any((self.B, self.C, self.M, self.H, self.W, self.K, self.pad))
 
     @property
     def Hout(self) -> int:
@@ -80,6 +92,8 @@ class Problem:
         return f"{self.B},{self.C},{self.M},{self.H},{self.W},{self.K},{self.pad}"
 
     def describe(self) -> str:
+        if self.imported:
+            return f"{self.name} (an imported log)"
         return (
             f"{self.name}: B={self.B} C={self.C} M={self.M} {self.H}x{self.W} K={self.K} "
             f"pad={self.pad} -> {self.Hout}x{self.Wout}"

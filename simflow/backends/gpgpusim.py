@@ -39,7 +39,7 @@ from ..gpgpusim_config import (
     simulator_root,
     write_run_config,
 )
-from ..gpgpusim_log import AERIALVISION_GLOB, parse_aerialvision, parse_file, stat_of
+from ..gpgpusim_log import AERIALVISION_GLOB, SimLog, aggregate, parse_aerialvision, parse_file, stat_of
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import check_output, make_inputs, output_shape
@@ -237,34 +237,28 @@ def finish(folder: Path) -> RunResult:
     return result
 
 
-def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
-    log_path = folder / "sim.log.gz"
-    result.artifacts["log"] = str(log_path)
-    log = parse_file(log_path)
+def add_log(result: RunResult, log: SimLog) -> None:
+    """A parsed log into a run: the build, the simulated GPU, each kernel's resources, theoretical
+    occupancy and stats (prefixed `<kernel>.` when there are several)."""
     result.environment["simulator_version"] = log.simulator_version
     result.environment["simulator_build"] = log.build
     if log.flavour:
         result.environment["simulator_flavour"] = log.flavour
-    result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
     for name, (value, unit) in log.modelled().items():
         result.add(name, value, unit)
-    intervals = log.intervals()
-    if intervals:
-        write_csv(folder / INTERVALS, intervals)
-        result.artifacts["intervals"] = str(folder / INTERVALS)
-    for visualizer in sorted(folder.glob(AERIALVISION_GLOB))[-1:]:  # when an overlay turned it on
-        result.artifacts["aerialvision"] = str(visualizer)
-        rows = parse_aerialvision(visualizer)
-        if rows:
-            write_csv(folder / "aerialvision.csv", rows)
-            result.artifacts["aerialvision_intervals"] = str(folder / "aerialvision.csv")
     for key, unit in (("gpgpu_simulation_time", "s"), ("gpgpu_simulation_rate_insn", "thread insn/s")):
         value = log.run_facts().get(key)
         if value is not None:
             result.add(key, value, unit)
+    threads_per_sm, warp_size = SIMULATED_DEVICE.max_threads_per_sm, SIMULATED_DEVICE.warp_size
+    pipeline = log.options.get("gpgpu_shader_core_pipeline", "").split(":")  # the config's threads:warp size
+    if len(pipeline) == 2 and all(part.isdigit() and int(part) > 0 for part in pipeline):
+        threads_per_sm, warp_size = int(pipeline[0]), int(pipeline[1])
     several = len(log.kernels) > 1
     repeated = {k.kernel for k in log.kernels if sum(r.kernel == k.kernel for r in log.kernels) > 1}
+    launches = []
     for record in log.kernels:
+        launches.append(dict(record.metrics))
         prefix = RunResult.kernel_prefix(record.kernel, several,
                                          record.launch_uid if record.kernel in repeated else None)
         for key in ("regs", "lmem", "smem", "cmem", "cta_per_core"):
@@ -277,12 +271,35 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
         if "cta_per_core" in record.resources and "block" in record.resources:
             # the simulator's own CTAs per core (its limiter is cta_limited_by), as a share of the SM's warps
             threads = math.prod(int(n) for n in str(record.resources["block"]).split(","))
-            warps = record.resources["cta_per_core"] * math.ceil(threads / SIMULATED_DEVICE.warp_size)
-            max_warps = SIMULATED_DEVICE.max_threads_per_sm // SIMULATED_DEVICE.warp_size
-            result.add(prefix + "theoretical_occupancy", round(100 * min(1.0, warps / max_warps), 2), "%")
+            warps = record.resources["cta_per_core"] * math.ceil(threads / warp_size)
+            occupancy = round(100 * min(1.0, warps / (threads_per_sm // warp_size)), 2)
+            result.add(prefix + "theoretical_occupancy", occupancy, "%")
+            launches[-1]["theoretical_occupancy"] = occupancy
         for name, value in record.metrics.items():
             stat = stat_of(name)
             result.add(prefix + name, value, stat.unit if stat else "")
+    if several:  # the run's totals over its kernels, unprefixed, as a one-kernel run has them
+        for name, value in aggregate(launches).items():
+            stat = stat_of(name)
+            result.add(name, value, stat.unit if stat else ("%" if name == "theoretical_occupancy" else ""))
+
+
+def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
+    log_path = folder / "sim.log.gz"
+    result.artifacts["log"] = str(log_path)
+    log = parse_file(log_path)
+    add_log(result, log)
+    result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
+    intervals = log.intervals()
+    if intervals:
+        write_csv(folder / INTERVALS, intervals)
+        result.artifacts["intervals"] = str(folder / INTERVALS)
+    for visualizer in sorted(folder.glob(AERIALVISION_GLOB))[-1:]:  # when an overlay turned it on
+        result.artifacts["aerialvision"] = str(visualizer)
+        rows = parse_aerialvision(visualizer)
+        if rows:
+            write_csv(folder / "aerialvision.csv", rows)
+            result.artifacts["aerialvision_intervals"] = str(folder / "aerialvision.csv")
     program_fail = next((line for line in log.program_lines if line.startswith("simflow: FAIL")), "")
 
     if facts.get("timed_out"):
