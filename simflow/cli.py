@@ -120,6 +120,12 @@ def _threshold_arg(parser: argparse.ArgumentParser) -> None:
                         help="%% change within which two values count as the same (default 2)")
 
 
+def _stats_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stats", action="append", default=[], metavar="FILE",
+                        help="a TOML file of your own simulator stats (repeatable; also SIMFLOW_STATS, "
+                             "files separated by ':'); README 'Your own stats'")
+
+
 def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
     parser.add_argument("--json", action="store_true", help=f"print JSON{': ' + what if what else ''}")
 
@@ -257,6 +263,7 @@ def _print_result(result, problem: Problem) -> None:
 
 
 def _sim_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     _variant_args(p)
     _problem_args(p)
     p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
@@ -416,6 +423,7 @@ def cmd_runs(args) -> int:
 
 
 def _show_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
     _results_arg(p)
     _json_arg(p)
@@ -452,6 +460,7 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _diff_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("a", help="run id or selector (the reference)")
     p.add_argument("b", help="run id or selector")
     p.add_argument("--metrics", help="comma-separated metric names (default: every metric both have)")
@@ -483,6 +492,7 @@ def cmd_diff(args) -> int:
 
 
 def _explain_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("a", help="run id or selector (the reference)")
     p.add_argument("b", help="run id or selector")
     p.add_argument("--force", action="store_true", help="explain even when the runs are not comparable")
@@ -503,6 +513,7 @@ def cmd_explain(args) -> int:
 
 
 def _compare_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
     p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
@@ -575,6 +586,7 @@ def cmd_import(args) -> int:
 
 
 def _import_log_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("logs", nargs="+", metavar="LOG", help="GPGPU-Sim stdout+stderr, plain or .gz")
     p.add_argument("--label", "-l", action="append", default=[], metavar="KEY=VALUE",
                    help="a label for every log given (repeatable): app=, variant=, config=, problem= or any key; "
@@ -594,6 +606,8 @@ def cmd_import_log(args) -> int:
     with _store(args) as store:
         for name in args.logs:
             result = import_log(Path(name), labels, args.config, _results(args))
+            for note in filter(None, result.environment.get("parse_notes", "").split("; ")):
+                print(f"simflow: note: {name}: {note}", file=sys.stderr)
             store.add(result)
             done.append(result)
             if not args.json:
@@ -606,6 +620,7 @@ def cmd_import_log(args) -> int:
 
 
 def _sweep_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("file")
     p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
     p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
@@ -657,6 +672,7 @@ def cmd_sweep(args) -> int:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("-o", "--output", required=True, help="folder to write index.html, report.md and PNGs")
     p.add_argument("--by", default="variant", help="group key(s), comma-separated")
@@ -731,6 +747,7 @@ def cmd_check(args) -> int:
 
 
 def _parse_args(p: argparse.ArgumentParser) -> None:
+    _stats_arg(p)
     p.add_argument("logs", nargs="*", metavar="LOG", help="the simulator's stdout+stderr (plain or .gz); several "
                                                           "logs give one table, a row per kernel per log")
     _json_arg(p, "run facts and one record per kernel launch (several logs: {\"logs\": [...]})")
@@ -757,6 +774,9 @@ def cmd_parse(args) -> int:
         if not path.is_file():
             raise UserError(f"no such log file: {path}")
     parsed = [(path, parse_file(path)) for path in paths]
+    for path, log in parsed:
+        for note in log.notes:
+            print(f"simflow: note: {path}: {note}", file=sys.stderr)
     frames = [log.frame(by_name=args.aggregate) for _, log in parsed]
     for (_, log), frame in zip(parsed, frames, strict=True):
         if args.aggregate and len(frame) < len(log.kernels):
@@ -809,12 +829,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
+def _load_stats(files: list[str]) -> None:
+    """The user's stat files (SIMFLOW_STATS, then --stats) into the catalogue; --stats goes into the
+    environment too, so sweep workers and containers read the same stats."""
+    import os
+
+    from .gpgpusim_log import USER_STATS_ENV, load_user_stats
+
+    known = [f for f in os.environ.get(USER_STATS_ENV, "").split(os.pathsep) if f]
+    every = known + [f for f in files if f not in known]
+    if every:
+        load_user_stats(every)
+        os.environ[USER_STATS_ENV] = os.pathsep.join(str(Path(f).resolve()) for f in every)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .orphans import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(argv)
     sigterm_as_ctrl_c()
     try:
+        _load_stats(getattr(args, "stats", []))
         return args.func(args)
     except UserError as exc:
         print(f"simflow: error: {exc}", file=sys.stderr)

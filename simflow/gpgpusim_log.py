@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .errors import UserError
+
 # kind: "per_kernel" (reset for each kernel, kept as printed), "cumulative" (summed over the
 # process, differenced), "ratio" (recomputed from two differenced counters), "process"
 # (whole-process figure so far, kept as printed).
@@ -155,9 +157,97 @@ STATS = {s.name: s for s in CATALOGUE if not s.family}
 FAMILIES = tuple(s for s in CATALOGUE if s.family)
 
 
+@dataclass(frozen=True)
+class UserStat(Stat):
+    """A stat a user defines in a TOML file (see load_user_stats): read where its regex matches."""
+
+    regex: str = ""
+    source: str = ""  # the file that defines it
+
+    @property
+    def pattern(self) -> re.Pattern:
+        return _compiled(self.regex)  # re keeps compiled patterns: no cost per line
+
+
+USER_STATS: dict[str, UserStat] = {}  # loaded with load_user_stats (--stats FILE, SIMFLOW_STATS)
+USER_STATS_ENV = "SIMFLOW_STATS"
+KINDS = ("per_kernel", "cumulative", "process")
+
+
+def _compiled(regex: str) -> re.Pattern:
+    return re.compile(regex)
+
+
+def load_user_stats(paths: list[str | Path]) -> list[UserStat]:
+    """Read stat definitions and add them to the catalogue. Each file holds tables
+
+        [stats.NAME]
+        regex = 'L2_cache_fill_port_util = ([0-9.]+)'   # one capture group: the value
+        kind = "process"            # per_kernel | cumulative (differenced) | process
+        unit = ""
+        meaning = "share of cycles the L2 fill ports were busy"
+        better = "lower"            # lower | higher | "" (neither)
+
+    A regex is tried on each line of every kernel's stats block (and what follows the last one)."""
+    import tomllib
+
+    loaded = []
+    for path in map(Path, paths):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"no stats file {path} (given with --stats or {USER_STATS_ENV})") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"stats file {path}: not valid TOML: {exc}") from None
+        unknown = sorted(set(data) - {"stats"})
+        if unknown or not isinstance(data.get("stats"), dict):
+            found = ", ".join(unknown) or "no [stats] table"
+            raise UserError(f"stats file {path}: put each stat in a [stats.NAME] table (found {found})")
+        for name, table in data["stats"].items():
+            stat = _user_stat(path, name, table)
+            earlier = next((x.source for x in (*USER_STATS.values(), *loaded) if x.name == name), None)
+            if earlier is not None and earlier != stat.source:
+                raise UserError(f"stats file {path}, [stats.{name}]: {name!r} is defined already in {earlier}")
+            loaded.append(stat)
+    for stat in loaded:
+        USER_STATS[stat.name] = stat
+    return loaded
+
+
+def _user_stat(path: Path, name: str, table) -> UserStat:
+    where = f"stats file {path}, [stats.{name}]"
+    if not isinstance(table, dict):
+        raise UserError(f"{where}: must be a table with regex, kind, unit, meaning, better")
+    unknown = sorted(set(table) - {"regex", "kind", "unit", "meaning", "better"})
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: regex, kind, unit, meaning, better")
+    builtin = STATS.get(name) or next((f for f in FAMILIES if name.startswith(f.name)), None) or (
+        name if name in _PRINTED or name in CYCLE_WEIGHTED else None)
+    if builtin is not None:
+        raise UserError(f"{where}: {name!r} is a built-in stat (simflow parse --catalogue lists them); "
+                        "give yours another name")
+    regex = table.get("regex")
+    if not isinstance(regex, str) or not regex:
+        raise UserError(f"{where}: regex must be a regular expression with one capture group (the value)")
+    try:
+        groups = _compiled(regex).groups
+    except re.error as exc:
+        raise UserError(f"{where}: regex {regex!r} does not compile: {exc}") from None
+    if groups != 1:
+        raise UserError(f"{where}: regex {regex!r} has {groups} capture groups; it needs exactly one (the value)")
+    kind = table.get("kind", "")
+    if kind not in KINDS:
+        raise UserError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    better = table.get("better", "")
+    if better not in ("lower", "higher", ""):
+        raise UserError(f"{where}: better must be \"lower\", \"higher\" or \"\" (neither), got {better!r}")
+    return UserStat(name=name, kind=kind, unit=str(table.get("unit", "")), meaning=str(table.get("meaning", "")),
+                    better=better, regex=regex, source=str(path))
+
+
 def stat_of(name: str) -> Stat | None:
-    """The catalogue's facts for a stat name, a family member's included (None if unknown)."""
-    found = STATS.get(name)
+    """The catalogue's facts for a stat name, a family member's and the user's included (None if unknown)."""
+    found = STATS.get(name) or USER_STATS.get(name)
     if found is None:
         family = next((f for f in FAMILIES if name.startswith(f.name)), None)
         if family is not None:
@@ -397,12 +487,19 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
     last_pushed, pushed_since_block = "", False
     banners: list[int] = []  # lines where another simulator process's banner stands
     sampled = 0  # samples before this index belong to a kernel whose stats block was read
+    user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
+    matched: set[str] = set()
     for raw in lines:
         log.lines += 1
         line = raw.strip()
         if not line:
             continue
         saw_any = True
+        if user and current is not None:
+            for name, pattern in user:
+                if found := pattern.search(line):
+                    current.printed[name] = _value(found[1])
+                    matched.add(name)
         if line[0] == "-" and not log.kernels:  # the option dump: -name value # meaning
             name, _, rest = line[1:].partition(" ")
             if name and rest.strip():
@@ -500,6 +597,10 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             newer_cudart = match[1]
     for sample in log.samples[sampled:]:  # the kernel running when the log ends
         sample.kernel = last_pushed if pushed_since_block else "(after the last kernel)"
+    for stat in USER_STATS.values():
+        if stat.name not in matched and log.kernels:
+            log.notes.append(f"user stat {stat.name} ({stat.source}): its regex {stat.regex!r} never matched "
+                             "in this log's stats blocks")
     _finish(log, failures, newer_cudart, saw_any, banners)
     return log
 
@@ -517,12 +618,12 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
     with status 'mixed': each kernel keeps its per-kernel stats, no differenced counters. A cumulative
     counter that goes down in one process is one this build resets per kernel: kept as printed, noted."""
     kinds = {name: stat.kind_on(log.flavour) for name, stat in STATS.items()}
-    family = sorted({name for record in log.kernels for name in record.printed if name not in kinds})
-    for name in family:  # printed only when not 0: a block that reached the stats after them has them at 0
-        kinds[name] = stat_of(name).kind_on(log.flavour)
-        for record in log.kernels:
-            if "gpgpu_n_tot_thrd_icount" in record.printed:
-                record.printed.setdefault(name, 0.0)
+    for name in sorted({name for record in log.kernels for name in record.printed if name not in kinds}):
+        kinds[name] = stat_of(name).kind_on(log.flavour)  # a family member's or a user's stat
+        if name.startswith(_FAIL_FAMILY):  # printed only when not 0: a block that reached the stats after them has 0
+            for record in log.kernels:
+                if "gpgpu_n_tot_thrd_icount" in record.printed:
+                    record.printed.setdefault(name, 0.0)
     mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
     for before, (index, record) in zip(log.kernels, enumerate(log.kernels[1:], 2), strict=False):
         for name in _PROCESS_TOTALS:
@@ -658,7 +759,7 @@ _AV_KEYS = {"globalcyclecount", "globalinsncount", "globaltotinsncount", "WarpDi
 
 
 def iter_catalogue() -> Iterator[dict]:
-    for s in CATALOGUE:
+    for s in (*CATALOGUE, *USER_STATS.values()):
         name = s.name + "TYPE][REASON]" if s.family else s.name
         yield {"name": name, "kind": s.kind, "unit": s.unit, "better": s.better, "meaning": s.meaning,
-               "also_printed_as": ", ".join(s.printed_as)}
+               "also_printed_as": ", ".join(s.printed_as), "defined_in": getattr(s, "source", "") or "simflow"}
