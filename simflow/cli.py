@@ -15,7 +15,7 @@ from .errors import ToolError, UserError
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .gpgpusim_log import SUMMARY
 from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, Problem, get_problem
-from .variants import VARIANTS, get_variant, parse_param_args, show_value
+from .variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
 
@@ -45,6 +45,12 @@ def _problem_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_PROBLEM})")
     parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
     parser.add_argument("--batch", "-b", type=_at_least(1), help="override the batch size B")
+
+
+def _variants_dir_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--variants", action="append", metavar="DIR",
+                        help="a folder of your own variants, NAME.cu.j2 + NAME.toml (repeatable; also "
+                             "SIMFLOW_VARIANTS); README 'Variants of your own'")
 
 
 def _variant_args(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +137,7 @@ def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
 
 
 def _variants_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _json_arg(p)
 
 
@@ -174,6 +181,7 @@ def cmd_problems(args) -> int:
 
 
 def _render_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _variant_args(p)
     _problem_args(p)
     p.add_argument("-o", "--output", help="write the source to this file")
@@ -212,6 +220,7 @@ def _store_result(result, args) -> None:
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _variant_args(p)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
@@ -263,6 +272,7 @@ def _print_result(result, problem: Problem) -> None:
 
 
 def _sim_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _stats_arg(p)
     _variant_args(p)
     _problem_args(p)
@@ -341,6 +351,7 @@ def _store(args, read_only: bool = False):
 
 
 def _profile_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _variant_args(p)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
@@ -620,6 +631,7 @@ def cmd_import_log(args) -> int:
 
 
 def _sweep_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _stats_arg(p)
     p.add_argument("file")
     p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
@@ -715,6 +727,7 @@ def cmd_doctor(args) -> int:
 
 
 def _check_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=_at_least(1), default=10)
@@ -850,6 +863,9 @@ def main(argv: list[str] | None = None) -> int:
     sigterm_as_ctrl_c()
     try:
         _load_stats(getattr(args, "stats", []))
+        if getattr(args, "variants", None):
+            use_variant_dirs(args.variants)
+        check_user_variants()
         return args.func(args)
     except UserError as exc:
         print(f"simflow: error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ the same way. The rendered source, with the compile options, is the variant's fi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -137,6 +138,7 @@ class Variant:
     params: tuple[Param, ...]
     fixed: dict  # template context the variant fixes (e.g. where weights live)
     precision: str = "float32"
+    template_dir: str = ""  # a user's variant folder ('' for simflow's own templates)
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -228,7 +230,7 @@ class Variant:
             **resolved,
             **self.extra_context(problem, resolved),
         }
-        source = template_environment().get_template(self.template).render(context)
+        source = _render_template(self.template, context, self.template_dir)
         return Kernel(
             variant=self.name,
             params=resolved,
@@ -491,13 +493,86 @@ def _geometry(problem: Problem) -> dict:
 
 
 @cache
-def template_environment() -> jinja2.Environment:
+def template_environment(folder: str = "") -> jinja2.Environment:
+    """Templates of simflow's own folder, and of a user's variant folder when given (its names first,
+    so a user's template may {% include %} simflow's)."""
+    folders = [folder] if folder else []
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in reversed(variant_dirs())]),  # simflow's own first
+        loader=jinja2.FileSystemLoader([*folders, str(resources.templates_dir())]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+
+
+@dataclass(frozen=True)
+class DeclaredVariant(Variant):
+    """A user's variant whose launches, workspace and refusals are the expressions of its TOML
+    (simflow.user_variants reads them)."""
+
+    launch_specs: tuple = ()  # (kernel, grid expressions, block expressions, smem expression, args)
+    workspace_specs: tuple = ()  # (buffer, float-count expression)
+    refusals: tuple = ()  # (when expression, reason, simulator only)
+    declared_in: str = ""
+
+    @staticmethod
+    def _names(problem: Problem, params: dict, batch: int) -> dict:
+        from .user_variants import names_for
+
+        return names_for(problem, params, batch)
+
+    def check(self, problem: Problem, params: dict) -> None:
+        names = self._names(problem, params, 1)
+        for when, reason, simulator in self.refusals:
+            if not simulator and when(names):
+                raise UserError(f"{self.name}: {reason} (refused where {when.text}: {when.where})")
+        for kernel, _, block, _, _ in self.launch_specs:
+            dims = tuple(e.whole(names, f"{kernel} block") for e in block)
+            check_threads(dims + (1,) * (3 - len(dims)), _GENERIC_LIMITS,
+                          f"change the block of {kernel} in {self.declared_in}")
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        names = self._names(kernel.problem, kernel.params, batch)
+
+        def dims(exprs, what: str) -> tuple[int, int, int]:
+            values = tuple(e.whole(names, what) for e in exprs)
+            return values + (1,) * (3 - len(values))
+
+        return [Launch(kernel=name, grid=dims(grid, f"{name} grid"), block=dims(block, f"{name} block"),
+                       dynamic_smem=smem.whole(names, f"{name} dynamic_smem"), args=args)
+                for name, grid, block, smem, args in self.launch_specs]
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        names = self._names(kernel.problem, kernel.params, batch)
+        return {buffer: e.whole(names, f"workspace {buffer}") for buffer, e in self.workspace_specs}
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        return self.launch_specs[0][3].whole(self._names(problem, params, 1), "dynamic_smem") // 4
+
+    def render(self, problem: Problem, params: dict | None = None) -> Kernel:
+        kernel = super().render(problem, params)
+        names = self._names(problem, kernel.params, 1)
+        for when, reason, simulator in self.refusals:
+            if simulator and when(names):
+                return dataclasses.replace(kernel, sim_unsupported=f"{reason} (refused in the simulator where "
+                                                                   f"{when.text}: {when.where})")
+        return kernel
+
+
+def _render_template(name: str, context: dict, folder: str = "") -> str:
+    """A template rendered; a mistake in it (syntax, an undefined name) names the file and line."""
+    try:
+        return template_environment(folder).get_template(name).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise UserError(f"{exc.filename or name}:{exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        frame = exc.__traceback__
+        where = name
+        while frame is not None:  # jinja2 maps the template's own frames to its file and line
+            if frame.tb_frame.f_code.co_filename.endswith(".j2"):
+                where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
+            frame = frame.tb_next
+        raise UserError(f"{where}: {exc}") from None
 
 
 # Limits every CUDA GPU shares; device-specific ones are checked by the backends.
@@ -514,47 +589,62 @@ FAMILIES: dict[str, type[Variant]] = {
     "wmma": WmmaVariant,
     "wmma_nhwc": WmmaNhwcVariant,
 }
-VARIANT_DIRS_ENV = "SIMFLOW_VARIANT_DIRS"  # folders of user variants: a variants.toml and its templates
+VARIANTS_ENV = "SIMFLOW_VARIANTS"  # folders of a user's variants (NAME.cu.j2 + NAME.toml), joined by ':'
 
 
 def variant_dirs() -> list[Path]:
-    """Where variants are declared: the user's folders (SIMFLOW_VARIANT_DIRS), then simflow's own."""
-    users = [Path(p) for p in os.environ.get(VARIANT_DIRS_ENV, "").split(os.pathsep) if p]
+    """Where variants come from: the user's folders (SIMFLOW_VARIANTS, --variants), then simflow's own."""
+    users = [Path(p) for p in os.environ.get(VARIANTS_ENV, "").split(os.pathsep) if p]
     return [*users, resources.templates_dir()]
 
 
 def load_variants(folders: list[Path]) -> dict[str, Variant]:
-    """Every [variants.NAME] table of each folder's variants.toml, as Variant objects of their family.
-    One loader for simflow's own variants and a user's; a mistake names the file and what is valid."""
+    """simflow's own variants (the last folder's variants.toml: [variants.NAME] tables of a family) and a
+    user's (each NAME.toml in the other folders, see simflow.user_variants). A name that is taken, an
+    unknown family or parameter, a missing template: refused, naming the file."""
+    from .user_variants import load_user_variant
+
+    *users, own = folders
+    path = own / "variants.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, FileNotFoundError) as exc:
+        raise UserError(f"{path}: simflow's variant table cannot be read: {exc}") from None
+    params = {key: _param(path, key, spec) for key, spec in data.get("params", {}).items()}
     variants: dict[str, Variant] = {}
-    params: dict[str, Param] = {}  # parameter definitions: a user's file may use simflow's own
-    for folder in reversed(folders):  # simflow's own first, so a user's name that is taken is an error
-        path = folder / "variants.toml"
-        if not path.is_file():
-            raise UserError(f"{folder} has no variants.toml (named in {VARIANT_DIRS_ENV} or simflow's own)")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise UserError(f"{path}: not valid TOML: {exc}") from None
-        for key, spec in data.get("params", {}).items():
-            if key in params:
-                raise UserError(f"{path}: [params.{key}] is defined already; give yours another ID")
-            params[key] = _param(path, key, spec)
-        for name, spec in data.get("variants", {}).items():
-            if name in variants:
-                raise UserError(f"{path}: variant {name!r} exists already; choose another name")
-            family = FAMILIES.get(spec.get("family", ""))
-            if family is None:
-                raise UserError(f"{path}: variant {name}: unknown family {spec.get('family')!r}; valid families: "
-                                f"{', '.join(FAMILIES)}")
-            if not (folder / spec.get("template", "")).is_file():
-                raise UserError(f"{path}: variant {name}: no template {spec.get('template')!r} in {folder}")
-            unknown = [p for p in spec.get("params", []) if p not in params]
-            if unknown:
-                raise UserError(f"{path}: variant {name}: no [params.{unknown[0]}]; defined: {', '.join(params)}")
-            variants[name] = family(name, spec["template"], spec.get("summary", ""),
-                                    tuple(params[p] for p in spec.get("params", [])), dict(spec.get("fixed", {})))
+    for name, spec in data.get("variants", {}).items():
+        variants[name] = FAMILIES[spec["family"]](name, spec["template"], spec.get("summary", ""),
+                                                  tuple(params[p] for p in spec.get("params", [])),
+                                                  dict(spec.get("fixed", {})))
+    for folder in users:
+        if not folder.is_dir():
+            raise UserError(f"no variant folder {folder} (named in {VARIANTS_ENV} or --variants)")
+        tomls = sorted(folder.glob("*.toml"))
+        if not tomls:
+            raise UserError(f"{folder} has no NAME.toml beside a NAME.cu.j2 (README: 'Variants of your own')")
+        for toml_path in tomls:
+            if toml_path.stem in variants:
+                where = getattr(variants[toml_path.stem], "declared_in", "") or "simflow's own"
+                raise UserError(f"{toml_path}: variant {toml_path.stem!r} exists already ({where}); rename the file")
+            variants[toml_path.stem] = load_user_variant(toml_path, params, FAMILIES)
     return variants
+
+
+def use_variant_dirs(folders: list[str]) -> None:
+    """Add folders of a user's variants for this process and the ones it starts (sweep workers)."""
+    known = [p for p in os.environ.get(VARIANTS_ENV, "").split(os.pathsep) if p]
+    os.environ[VARIANTS_ENV] = os.pathsep.join([*(str(Path(f).resolve()) for f in folders), *known])
+    reload_variants()
+
+
+def reload_variants() -> None:
+    """Read the variants again (after SIMFLOW_VARIANTS changed); VARIANTS is updated in place."""
+    fresh = load_variants(variant_dirs())
+    template_environment.cache_clear()
+    VARIANTS.clear()
+    VARIANTS.update(fresh)
+    if "VARIANT_ERROR" in globals():
+        VARIANT_ERROR.clear()
 
 
 def _param(path: Path, key: str, spec: dict) -> Param:
@@ -564,7 +654,18 @@ def _param(path: Path, key: str, spec: dict) -> Param:
     return Param(spec.get("name", key), choices, spec["default"], spec.get("help", ""), bool(spec.get("host", False)))
 
 
-VARIANTS: dict[str, Variant] = load_variants(variant_dirs())
+VARIANTS: dict[str, Variant] = {}
+VARIANT_ERROR: list[UserError] = []  # why the user's variants could not be read (simflow's own are there)
+try:
+    reload_variants()
+except UserError as exc:  # a command names it (check_user_variants), importing simflow does not fail
+    VARIANT_ERROR.append(exc)
+    VARIANTS.update(load_variants(variant_dirs()[-1:]))
+
+
+def check_user_variants() -> None:
+    if VARIANT_ERROR:
+        raise VARIANT_ERROR[0]
 
 
 def get_variant(name: str) -> Variant:

@@ -1,6 +1,4 @@
 import itertools
-import json
-import re
 
 import jinja2
 import pytest
@@ -230,49 +228,3 @@ def test_wmma_nhwc_needs_channels_in_32s_and_says_what_to_use():
     with pytest.raises(LimitError, match="bk=64 .* needs 32, the limit is 64"):
         render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
     assert "cp.async.cg.shared.global" in kernel.source and kernel.sim_unsupported
-
-
-# ---- variants as data: a template and one TOML table ---------------------------------------------
-
-USER_TOML = '''
-[variants.global_twice]
-family = "direct"
-template = "global_twice.cu.j2"
-summary = "the global kernel, written by a user's own template"
-params = ["tile", "unroll", "restrict", "streams"]
-fixed = { weights = "global" }
-'''
-
-
-def _user_folder(tmp_path, toml=USER_TOML):
-    folder = tmp_path / "my-variants"
-    folder.mkdir()
-    (folder / "variants.toml").write_text(toml)
-    (folder / "global_twice.cu.j2").write_text('// a user variant\\n{% include "global.cu.j2" %}\\n')
-    return folder
-
-
-def test_a_new_variant_of_a_family_is_a_template_and_one_toml_table(tmp_path):
-    from test_cli import simflow
-
-    env = {"SIMFLOW_VARIANT_DIRS": str(_user_folder(tmp_path))}
-    listed = simflow("variants", "--json", env=env)
-    names = [v["variant"] for v in json.loads(listed.stdout)]
-    assert names[-1] == "global_twice" and "global" in names
-    proc = simflow("render", "global_twice", "--param", "tile=8", env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("// a user variant") and "conv2d_global_twice(" in proc.stdout
-
-
-def test_the_variant_loader_names_each_mistake(tmp_path):
-    from simflow.variants import load_variants, variant_dirs
-
-    builtin = variant_dirs()[-1]
-    folder = _user_folder(tmp_path)
-    for bad, words in ((USER_TOML.replace("direct", "fancy"), "unknown family 'fancy'; valid families: direct"),
-                       (USER_TOML.replace('"streams"]', '"colour"]'), "no [params.colour]"),
-                       (USER_TOML.replace("global_twice]", "global]"), "variant 'global' exists already"),
-                       (USER_TOML.replace("global_twice.cu.j2", "nope.cu.j2"), "no template 'nope.cu.j2'")):
-        (folder / "variants.toml").write_text(bad)
-        with pytest.raises(UserError, match=re.escape(words)):
-            load_variants([folder, builtin])
