@@ -234,12 +234,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 @command("run", _run_args, help="build, check and time a variant on the GPU (PyCUDA)")
 def cmd_run(args) -> int:
-    from .jobs import Job, run_job
+    from . import api
 
     problem = _problem(args)
-    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu", seed=args.seed,
-                   warmup=args.warmup, repeats=args.repeats, sample_check=args.sample_check)
-    result = run_job(job, _results(args))
+    result = api.run(args.variant, problem, params=parse_param_args(args.param), seed=args.seed, warmup=args.warmup,
+                     repeats=args.repeats, sample_check=args.sample_check, results=_results(args), store=False)
     _store_result(result, args)
     if args.json:
         print(result.to_json())
@@ -289,15 +288,16 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
 
 @command("sim", _sim_args, help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
 def cmd_sim(args) -> int:
-    from .jobs import Job, run_job
+    from . import api
 
     problem = _problem(args)
-    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpgpusim", config=args.config,
-                   docker_image=args.docker or "", engine=args.engine or "", timeout_s=args.timeout, seed=args.seed)
+    params = parse_param_args(args.param)
+    get_variant(args.variant).resolve(params)  # a mistake in a parameter before the message below
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
         print(f"simulating {args.variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
-    result = run_job(job, _results(args))
+    result = api.sim(args.variant, problem, params=params, config=args.config, docker=args.docker,
+                     engine=args.engine, timeout_s=args.timeout, seed=args.seed, results=_results(args), store=False)
     _store_result(result, args)
     if args.json:
         print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
@@ -482,15 +482,17 @@ def _diff_args(p: argparse.ArgumentParser) -> None:
 
 @command("diff", _diff_args, help="two runs metric by metric: delta, ratio, better/worse/same")
 def cmd_diff(args) -> int:
-    from .compare import comparable, diff, regressions, render
+    from . import api
+    from .compare import comparable, regressions, render
     from .selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
-    why = comparable(a, b)
-    if why and not args.force:
+    if not args.force and (why := comparable(a, b)):
         raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force shows the table anyway")
-    frame = diff(a, b, _metric_list(args), args.threshold / 100)
+    frame = api.diff(a.id, b.id, metrics=_metric_list(args), threshold=args.threshold / 100, force=True,
+                     results=_results(args))
+    why = frame.attrs["not_comparable"]
     title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
     if why:
         title += f"  [not comparable: {why}]"
@@ -773,54 +775,45 @@ def _parse_args(p: argparse.ArgumentParser) -> None:
 
 @command("parse", _parse_args, help="per-kernel stats from GPGPU-Sim logs (plain or .gz)")
 def cmd_parse(args) -> int:
-    import pandas as pd
-
-    from .gpgpusim_log import iter_catalogue, parse_file
+    from . import api
+    from .gpgpusim_log import iter_catalogue
 
     if args.catalogue:
         print(_table(list(iter_catalogue())))
         return 0
     if not args.logs:
         raise UserError("simflow parse needs a LOG file (or --catalogue)")
-    paths = [Path(name) for name in args.logs]
-    for path in paths:
-        if not path.is_file():
-            raise UserError(f"no such log file: {path}")
-    parsed = [(path, parse_file(path)) for path in paths]
-    for path, log in parsed:
-        for note in log.notes:
-            print(f"simflow: note: {path}: {note}", file=sys.stderr)
-    frames = [log.frame(by_name=args.aggregate) for _, log in parsed]
-    for (_, log), frame in zip(parsed, frames, strict=True):
-        if args.aggregate and len(frame) < len(log.kernels):
-            merged = ", ".join(f"{row.kernel} ({row.launches} launches)" for row in frame.itertuples()
-                               if row.launches > 1)
-            print(f"simflow: aggregated {len(log.kernels)} launches into {len(frame)} kernels: {merged}; counts "
-                  "summed, rates weighted by cycles, miss rates recomputed, whole-process figures the last launch's",
-                  file=sys.stderr)
-    table = pd.concat([frame.assign(log=str(path)) for (path, _), frame in zip(parsed, frames, strict=True)],
-                      ignore_index=True) if len(paths) > 1 else frames[0]
-    if len(paths) > 1 and len(table):
-        table = table[["log", *[c for c in table.columns if c != "log"]]]
+    table = api.parse(*args.logs, aggregate=args.aggregate)
+    logs = table.attrs["logs"]
+    for facts in logs:
+        for note in facts["notes"]:
+            print(f"simflow: note: {facts['log']}: {note}", file=sys.stderr)
+        if facts["aggregated"]:
+            rows = int((table["log"] == facts["log"]).sum())
+            print(f"simflow: aggregated {facts['kernels']} launches into {rows} kernels: "
+                  f"{', '.join(facts['aggregated'])}; counts summed, rates weighted by cycles, miss rates recomputed, "
+                  "whole-process figures the last launch's", file=sys.stderr)
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        (table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")).to_csv(args.csv, index=False)
     if args.json:
-        records = [{**log.run_facts(), "log": str(path), "per_kernel": json.loads(frame.to_json(orient="records"))}
-                   for (path, log), frame in zip(parsed, frames, strict=True)]
+        records = [{**{k: v for k, v in facts.items() if k != "aggregated"},
+                    "per_kernel": json.loads(table[table["log"] == facts["log"]].drop(columns=["log"])
+                                             .to_json(orient="records")) if "log" in table else []}
+                   for facts in logs]
         print(json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2))
     else:
-        for path, log in parsed:
-            facts = log.run_facts()
-            print(f"{path}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
-            if log.build:
-                print(f"  simulator {log.simulator_version} [{log.build}], {len(log.kernels)} kernel launch(es)")
+        for facts in logs:
+            print(f"{facts['log']}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
+            if facts["build"]:
+                print(f"  simulator {facts['simulator_version']} [{facts['build']}], {facts['kernels']} kernel "
+                      "launch(es)")
         if len(table):
             ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in table.columns]
             keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY]
                             if c in table.columns]
             shown = table if args.all else table[keep]
-            print((shown.set_index("kernel").T if len(paths) == 1 else shown).to_string())
-    return 0 if all(log.ok for _, log in parsed) else 2
+            print((shown.drop(columns=["log"]).set_index("kernel").T if len(logs) == 1 else shown).to_string())
+    return 0 if all(facts["status"] == "complete" for facts in logs) else 2
 
 
 def build_parser() -> argparse.ArgumentParser:
