@@ -38,7 +38,7 @@ INSTRUCTIONS = (  # (metric, what)
     ("issue_slots[issued_partial]", "warp instructions with fewer than 32 threads active"),
 )
 MEMORY = (
-    ("gpgpu_n_shmem_bkconflict", "shared-memory bank conflicts (counted by the accel-sim fork; upstream prints 0)"),
+    ("gpgpu_n_shmem_bkconflict", "shared-memory bank conflicts"),
     ("gpgpu_stall_shd_mem[s_mem][bk_conf]", "memory-pipeline stall cycles: shared-memory bank conflicts"),
     ("gpgpu_stall_shd_mem[gl_mem][coal_stall]", "memory-pipeline stall cycles: global coalescing"),
     ("gpgpu_stall_shd_mem[gl_mem][resource_stall]", "memory-pipeline stall cycles: global memory resources"),
@@ -143,6 +143,9 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
     for run in (a, b):
         if run.status != "passed":
             out.notes.append(f"run {run.id} did not pass ({run.status}: {run.reason})")
+    if "upstream" in {a.environment.get("simulator_flavour"), b.environment.get("simulator_flavour")}:
+        out.notes.append("upstream GPGPU-Sim prints gpgpu_n_shmem_bkconflict = 0; the memory-pipeline stall cycles "
+                         "for bank conflicts (gpgpu_stall_shd_mem[s_mem][bk_conf]) count them on both builds")
     _cycles(out, ta, tb)
     _evidence(out, ta, tb)
     return out
@@ -158,18 +161,19 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
     latency = [0.0 if math.isnan(v) else v for v in latency]
     execution = [t["gpu_sim_cycle"] - lat for t, lat in zip((ta, tb), latency, strict=True)]
     insn = [ta["gpu_sim_insn"], tb["gpu_sim_insn"]]
-    launches = Line("", "kernel launch latency", latency[0], latency[1], "cycles", latency[1] - latency[0],
-                    f"{ta['kernel_launches']:g} vs {tb['kernel_launches']:g} launch(es) of "
-                    f"{_get(tb, 'kernel_launch_latency'):g} cycles, before any block starts")
+    modelled = not (math.isnan(_get(ta, "kernel_launch_latency")) and math.isnan(_get(tb, "kernel_launch_latency")))
+    launches = [Line("", "kernel launch latency", latency[0], latency[1], "cycles", latency[1] - latency[0],
+                     f"{ta['kernel_launches']:g} vs {tb['kernel_launches']:g} launch(es) of "
+                     f"{_get(tb, 'kernel_launch_latency'):g} cycles, before any block starts")] if modelled else []
     out.launch_latency = tuple(latency)
     if min(execution) <= 0 or min(insn) <= 0:
         out.notes.append("a run has no execution cycles or instructions: only the launch latency is explained")
-        out.lines.append(replace(launches, section="cycles"))
+        out.lines += [replace(line, section="cycles") for line in launches]
         return
     ipc = [i / e for i, e in zip(insn, execution, strict=True)]
     at_a_ipc = insn[1] / ipc[0]
     out.lines += [
-        replace(launches, section="cycles"),
+        *(replace(line, section="cycles") for line in launches),
         Line("cycles", "thread instructions", insn[0], insn[1], "thread insn", at_a_ipc - execution[0],
              f"B's instructions at A's IPC would take {at_a_ipc:.0f} execution cycles, A's took {execution[0]:.0f}"),
         Line("cycles", "IPC while executing", ipc[0], ipc[1], "thread insn/cycle", execution[1] - at_a_ipc,
@@ -182,7 +186,7 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
         return
     total = [sum(pair[i] for pair in slots.values()) for i in (0, 1)]
     per_cycle = [s / e for s, e in zip(total, execution, strict=True)]  # scheduler slots with work per cycle
-    out.lines.append(replace(launches, section="slots"))
+    out.lines += [replace(line, section="slots") for line in launches]
     issued = slots["issue_slots[issued]"]
     out.lines.append(Line("slots", "warp instructions issued", issued[0], issued[1], "warp insn",
                           (issued[1] - issued[0]) / per_cycle[0],
