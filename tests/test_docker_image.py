@@ -96,6 +96,20 @@ def test_global_and_shared_pass_in_the_container_and_reuse_the_compile_cache(ima
     assert first["build_s"] > 0.5 > second["build_s"], (first["build_s"], second["build_s"])  # the host cache
 
 
+def test_a_users_variant_and_stats_in_the_container(image, tmp_path):
+    """examples/variants/rows and a user stat file reach the container's run: the host renders, the
+    container simulates what was rendered, the host parses with the user's stats."""
+    stats = tmp_path / "mine.toml"
+    stats.write_text("[stats.partition_util]\nregex = '^partiton_level_parallism_util = +([0-9.]+)'\n"
+                     "kind = \"per_kernel\"\nbetter = \"higher\"\n")
+    variants = Path(__file__).resolve().parents[1] / "examples" / "variants"
+    proc, out = sim_json(tmp_path, "rows", "--problem", "batch3x3", "--docker", image, "--variants", str(variants),
+                         "--stats", str(stats))
+    assert proc.returncode == 0 and out["status"] == "passed", proc.stderr + json.dumps(out)[-2000:]
+    assert out["metrics"]["bad_elements"] == 0 and out["metrics"]["partition_util"] > 0
+    assert no_container_left(out["run_id"])
+
+
 @pytest.mark.skipif(not NEEDS["gpgpusim"][0], reason=f"no native simulator to compare with: {NEEDS['gpgpusim'][1]}")
 def test_container_stats_equal_a_native_build_of_the_same_commit(image, tmp_path):
     for variant in ("global", "shared"):
