@@ -28,7 +28,7 @@ __all__ = ["render", "run", "sim", "parse", "import_logs", "runs", "diff", "comp
 
 
 def problem_of(problem: str | Problem = DEFAULT_PROBLEM, batch: int | None = None) -> Problem:
-    """A Problem from a preset name, a shape "B,C,M,H,W,K[,pad]" or a Problem; `batch` overrides B."""
+    """A Problem from a preset name, a shape "B,C,M,H,W,K[,pad[,stride]]" or a Problem; `batch` overrides B."""
     if isinstance(problem, Problem):
         return problem.with_batch(batch) if batch is not None else problem
     if "," in problem:

@@ -14,7 +14,7 @@ from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import ToolError, UserError
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .gpgpusim_log import SUMMARY
-from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, Problem, get_problem
+from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
 from .variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
@@ -43,7 +43,7 @@ def _at_least(low: int):
 
 def _problem_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problem", "-p", help=f"preset: {', '.join(PRESETS)} (default {DEFAULT_PROBLEM})")
-    parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad] instead of a preset")
+    parser.add_argument("--shape", help="a full shape B,C,M,H,W,K[,pad[,stride]] instead of a preset")
     parser.add_argument("--batch", "-b", type=_at_least(1), help="override the batch size B")
 
 
@@ -167,16 +167,26 @@ def cmd_variants(args) -> int:
 
 
 def _problems_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", help="list a suite's layers instead of the presets: " + ", ".join(SUITES))
     _json_arg(p)
 
 
-@command("problems", _problems_args, help="list the problem presets")
+@command("problems", _problems_args, help="list the problem presets, or a suite of layers (--suite)")
 def cmd_problems(args) -> int:
-    rows = [{"preset": name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
-             "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
-             "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES[name]}
-            for name, p in PRESETS.items()]
-    print(json.dumps(rows, indent=2) if args.json else _table(rows))
+    chosen = suite(args.suite) if args.suite else tuple(PRESETS.values())
+    rows = [{"preset": p.name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
+             "stride": p.stride, "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
+             "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES.get(p.name, "")}
+            for p in chosen]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(_table(rows))
+    if args.suite:
+        print(f"suite {args.suite}: {SUITE_NOTES[args.suite]}; {len(rows)} layers, "
+              f"{sum(p.flops for p in chosen) / 1e9:.1f} GFLOP in all")
+    else:
+        print("suites (simflow problems --suite NAME): " + "; ".join(f"{n}: {SUITE_NOTES[n]}" for n in SUITES))
     return 0
 
 

@@ -54,31 +54,32 @@ def make_inputs(problem: Problem, seed: int, dtype=np.float32) -> tuple[np.ndarr
     return x, w
 
 
-def conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
-    """y[b,m,oy,ox] = sum_{c,ky,kx} x[b,c,oy+ky-pad,ox+kx-pad] * w[m,c,ky,kx], in float64."""
+def conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int, stride: int = 1) -> np.ndarray:
+    """y[b,m,oy,ox] = sum_{c,ky,kx} x[b,c,oy*stride+ky-pad,ox*stride+kx-pad] * w[m,c,ky,kx], in float64."""
     x = np.asarray(x, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     if pad:
         x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     B, C, Hp, Wp = x.shape
     M, _, K, _ = w.shape
-    hout, wout = Hp - K + 1, Wp - K + 1
+    hout, wout = (Hp - K) // stride + 1, (Wp - K) // stride + 1
     y = np.zeros((B, M, hout, wout))
     for ky in range(K):
         for kx in range(K):
-            window = x[:, :, ky:ky + hout, kx:kx + wout]  # B, C, Hout, Wout
+            window = x[:, :, ky:ky + stride * (hout - 1) + 1:stride, kx:kx + stride * (wout - 1) + 1:stride]
             # contract C: (M, C) . (B, C, Hout, Wout) -> (M, B, Hout, Wout)
             y += np.tensordot(w[:, :, ky, kx], window, axes=([1], [1])).transpose(1, 0, 2, 3)
     return y
 
 
-def sample_reference(x: np.ndarray, w: np.ndarray, pad: int, index: tuple[np.ndarray, ...]) -> np.ndarray:
+def sample_reference(x: np.ndarray, w: np.ndarray, pad: int, index: tuple[np.ndarray, ...],
+                     stride: int = 1) -> np.ndarray:
     """float64 reference of the output elements at index = (b, m, oy, ox) arrays."""
     b, m, oy, ox = index
     K = w.shape[2]
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))) if pad else x
-    rows = oy[:, None, None] + np.arange(K)[None, :, None]  # n, K, 1
-    cols = ox[:, None, None] + np.arange(K)[None, None, :]  # n, 1, K
+    rows = stride * oy[:, None, None] + np.arange(K)[None, :, None]  # n, K, 1
+    cols = stride * ox[:, None, None] + np.arange(K)[None, None, :]  # n, 1, K
     patches = xp[b[:, None, None, None], np.arange(x.shape[1])[None, :, None, None],
                  rows[:, None], cols[:, None]]  # n, C, K, K
     return np.einsum("nckl,nckl->n", patches.astype(np.float64), w[m].astype(np.float64))
@@ -208,8 +209,8 @@ def judge(got, ref, scale, precision: str, method: str = "full", index=None) -> 
 
 def reference_and_scale(problem: Problem, x: np.ndarray, w: np.ndarray, op: str = "conv"):
     """The float64 reference output and its error scale S (sum of |x*w| per element), for `op`."""
-    ref = conv2d_reference(x, w, problem.pad)
-    scale = conv2d_reference(np.abs(x), np.abs(w), problem.pad)
+    ref = conv2d_reference(x, w, problem.pad, problem.stride)
+    scale = conv2d_reference(np.abs(x), np.abs(w), problem.pad, problem.stride)
     if op == "conv_relu_pool":  # max and ReLU err by at most the largest error of the four
         ref, scale = relu_pool(ref), pool_max(scale)
     return ref, scale
@@ -239,9 +240,10 @@ def check_output(problem: Problem, x: np.ndarray, w: np.ndarray, y: np.ndarray, 
     if op == "conv_relu_pool":  # each pooled output: the max of its 4 conv outputs, then ReLU
         b, m, py, px = index
         quads = [(b, m, 2 * py + dy, 2 * px + dx) for dy in (0, 1) for dx in (0, 1)]
-        ref = np.maximum(np.max([sample_reference(x, w, problem.pad, q) for q in quads], axis=0), 0.0)
-        scale = np.max([sample_reference(ax, aw, problem.pad, q) for q in quads], axis=0)
+        ref = np.maximum(np.max([sample_reference(x, w, problem.pad, q, problem.stride) for q in quads], axis=0),
+                         0.0)
+        scale = np.max([sample_reference(ax, aw, problem.pad, q, problem.stride) for q in quads], axis=0)
     else:
-        ref = sample_reference(x, w, problem.pad, index)
-        scale = sample_reference(ax, aw, problem.pad, index)
+        ref = sample_reference(x, w, problem.pad, index, problem.stride)
+        scale = sample_reference(ax, aw, problem.pad, index, problem.stride)
     return judge(y[index], ref, scale, precision, "sample", index=index)

@@ -73,7 +73,11 @@ class StoreError(UserError):
 
 
 def shape_key(problem: Problem) -> str:
-    return json.dumps({k: getattr(problem, k) for k in ("B", "C", "M", "H", "W", "K", "pad")}, sort_keys=True)
+    """The shape as the store keys it; stride only when not 1 (records made before stride read the same)."""
+    shape = {k: getattr(problem, k) for k in ("B", "C", "M", "H", "W", "K", "pad")}
+    if problem.stride != 1:
+        shape["stride"] = problem.stride
+    return json.dumps(shape, sort_keys=True)
 
 
 @dataclass

@@ -3,8 +3,9 @@
     name = "tiles"
     backends = ["gpgpusim"]            # gpu, gpgpusim, gpu-ncu
     configs = ["SM7_QV100"]            # simulator configs (names or overlay paths)
-    problems = ["batch3x3", {preset = "fmnist-conv1", batch = 1}]   # presets, shapes "B,C,M,H,W,K[,pad]",
+    problems = ["batch3x3", {preset = "fmnist-conv1", batch = 1}]   # presets, shapes "B,C,M,H,W,K[,pad[,stride]]",
                                                                     # or tables {preset|shape, batch, name}
+    suite = "resnet50"                 # and/or every layer of a suite (simflow problems --suite NAME)
     seed = 0
     [[variants]]
     name = "shared"
@@ -28,10 +29,11 @@ from .backends import backend_class, backend_names
 from .errors import UserError
 from .gpgpusim_config import DEFAULT_CONFIG
 from .jobs import Job
-from .problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem
+from .problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem, suite
 from .variants import VARIANTS, get_variant
 
-TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "batch": "int",
+TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "suite": "suite name(s)",
+            "batch": "int",
             "seed": "int", "repeats": "int", "warmup": "int", "timeout": "seconds", "docker": "image",
             "variants": "[[variants]] tables", "dask": "[dask] table"}
 DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives")
@@ -110,7 +112,12 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
             except UserError as exc:
                 raise fail(_line(text, "configs"), str(exc)) from None
     problems: list[Problem] = []
-    for p in _as_list(data.get("problems", [DEFAULT_PROBLEM])):
+    for name in _as_list(data.get("suite", [])):
+        try:
+            problems += [p if data.get("batch") is None else p.with_batch(data["batch"]) for p in suite(name)]
+        except UserError as exc:
+            raise fail(_line(text, "suite"), str(exc)) from None
+    for p in _as_list(data.get("problems", [] if "suite" in data else [DEFAULT_PROBLEM])):
         try:
             if isinstance(p, dict):  # {preset = "fmnist-conv1", batch = 1} or {shape = "...", name = "..."}
                 unknown = set(p) - {"preset", "shape", "batch", "name"}

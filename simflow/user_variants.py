@@ -29,7 +29,7 @@ The TOML declares what simflow's own variants have in code (simflow/variants.py)
 
 or, instead of [[launch]] and [workspace], `family = "shared_tile"` to reuse the launch code of one
 of simflow's families. Expressions are arithmetic (+ - * / // % **, ceil, floor, min, max),
-comparisons and and/or/not over the layer (C, M, H, W, K, pad, Hout, Wout), `batch` and the
+comparisons and and/or/not over the layer (C, M, H, W, K, pad, stride, Hout, Wout), `batch` and the
 parameters; a mistake names the file and line.
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 from .errors import UserError
 from .problems import Problem
 
-LAYER_NAMES = ("C", "M", "H", "W", "K", "pad", "Hout", "Wout")
+LAYER_NAMES = ("C", "M", "H", "W", "K", "pad", "stride", "Hout", "Wout")
 FUNCTIONS = {"ceil": math.ceil, "floor": math.floor, "min": min, "max": max}
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}

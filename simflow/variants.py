@@ -250,7 +250,7 @@ class SharedTileVariant(Variant):
     shared memory, and the filter too when the variant fixes weights = shared."""
 
     def smem_floats(self, problem: Problem, params: dict) -> int:
-        tile_in = params["tile"] + problem.K - 1
+        tile_in = (params["tile"] - 1) * problem.stride + problem.K
         floats = tile_in * (tile_in + (1 if params["pad_row"] else 0))
         if self.fixed["weights"] == "shared":
             floats += problem.C * problem.K * problem.K
@@ -280,6 +280,7 @@ class RegTileVariant(Variant):
         return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
+        _refuse_stride(self.name, problem, "its threads compute consecutive outputs from one staged input row")
         check_threads((self.block_x(problem, params), params["rows"], 1), _GENERIC_LIMITS,
                       "use more outputs per thread or fewer rows per block")
         accumulators = problem.M * params["outputs"]
@@ -488,7 +489,7 @@ def _columns(problem: Problem, batch: int) -> int:
 def _geometry(problem: Problem) -> dict:
     return {
         "C": problem.C, "M": problem.M, "H": problem.H, "W": problem.W, "K": problem.K,
-        "pad": problem.pad, "Hout": problem.Hout, "Wout": problem.Wout,
+        "pad": problem.pad, "stride": problem.stride, "Hout": problem.Hout, "Wout": problem.Wout,
     }
 
 
@@ -573,6 +574,12 @@ def _render_template(name: str, context: dict, folder: str = "") -> str:
                 where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
             frame = frame.tb_next
         raise UserError(f"{where}: {exc}") from None
+
+
+def _refuse_stride(variant: str, problem: Problem, why: str) -> None:
+    if problem.stride != 1:
+        raise LimitError(f"stride of {variant} ({why})", str(problem.stride), "1",
+                         "use implicit_gemm, im2col_gemm, wmma, wmma_nhwc, global, constant or a shared variant")
 
 
 # Limits every CUDA GPU shares; device-specific ones are checked by the backends.

@@ -57,3 +57,15 @@ ptxas info    : Used 40 registers, 2048 bytes smem, 380 bytes cmem[0]
     usage = parse_ptxas_log(log)["conv2d_constant"]
     assert usage == {"stack_bytes": 0, "spill_store_bytes": 8, "spill_load_bytes": 4, "registers": 40,
                      "static_smem_bytes": 2048, "cmem_bytes": 380}
+
+
+STRIDED = get_problem(shape="2,32,32,29,27,3,1,2")
+
+
+@pytest.mark.parametrize("variant", ["global", "constant", "shared", "shared_weights", "shared_constant",
+                                     "implicit_gemm", "conv_relu_pool", "im2col_gemm", "wmma", "wmma_nhwc"])
+def test_strided_layers_compile(variant):
+    kernel = render(variant, STRIDED)
+    assert "STRIDE = 2" in kernel.source
+    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    assert "warning" not in compiled.log.lower(), compiled.log

@@ -19,6 +19,9 @@ SHAPES = [
     get_problem("fmnist-conv2", batch=6),
     Problem(B=2, C=3, M=32, H=19, W=17, K=3, pad=1, name="m32-padded"),
     Problem(B=3, C=64, M=48, H=13, W=11, K=5, pad=1, name="c64-m48-pad1"),  # wmma_nhwc: C in 32s, M in 16s
+    Problem(B=2, C=3, M=16, H=31, W=29, K=7, pad=3, stride=2, name="k7-stride2"),  # a ResNet first layer, small
+    Problem(B=2, C=32, M=32, H=15, W=15, K=3, pad=1, stride=2, name="3x3-stride2"),
+    Problem(B=3, C=64, M=32, H=14, W=13, K=1, pad=0, stride=2, name="1x1-stride2"),  # a projection shortcut
 ]
 
 

@@ -39,7 +39,7 @@ def test_overrides():
     ("0,1,1,8,8,3", "B must be a positive integer"),
     ("1,-2,1,8,8,3", "C must be a positive integer"),
     ("1,1,1,8,8,3,-1", "pad must be 0 or more"),
-    ("1,1,1,8,8", "B,C,M,H,W,K[,pad]"),
+    ("1,1,1,8,8", "B,C,M,H,W,K[,pad[,stride]]"),
     ("1,1,x,8,8,3", "integers"),
 ])
 def test_impossible_shapes_say_why(shape, words):

@@ -180,7 +180,7 @@ class GpuBackend(Backend):
         elements, computed on this GPU from the inputs in device["x"], device["w"] (check_reference.cu.j2)."""
         source = template_environment().get_template("check_reference.cu.j2").render(
             B=problem.B, C=problem.C, M=problem.M, H=problem.H, W=problem.W, K=problem.K, pad=problem.pad,
-            out_h=problem.Hout, out_w=problem.Wout, pool=op == "conv_relu_pool")
+            stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=op == "conv_relu_pool")
         if source not in self._modules:
             folder = cache_dir() / "pycuda"
             folder.mkdir(parents=True, exist_ok=True)
