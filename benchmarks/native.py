@@ -210,13 +210,13 @@ def time_cudnn(problem, repeats: int, precision: str = "float32") -> float | Non
     conv = torch.nn.functional.conv2d
     with torch.no_grad():
         for _ in range(3):
-            conv(x, w, padding=problem.pad)
+            conv(x, w, padding=problem.pad, stride=problem.stride)
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         times = []
         for _ in range(repeats):
             start.record()
-            conv(x, w, padding=problem.pad)
+            conv(x, w, padding=problem.pad, stride=problem.stride)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))

@@ -1,0 +1,100 @@
+"""Suite benchmark: every layer of a suite (simflow problems --suite NAME), simflow's variants that take
+any stride against cuDNN in the same precision, timed in the same process.
+
+For each layer and precision (fp32 with TF32 off, TF32, fp16): each configuration below is rendered,
+run and checked elementwise against the float64 reference on the GPU (a wrong result never counts),
+the fastest passing one is the layer's simflow time, and PyTorch's conv2d (cuDNN, benchmark mode)
+is timed on the same shape, stride and padding. The ratio is simflow / cuDNN (above 1: slower);
+the last lines give each precision's geometric mean and worst layer. No tuner yet: the
+configurations are fixed, so this measures where simflow stands, not what a search would find.
+
+    python benchmarks/suite.py [--suite resnet50] [--layers N] [--repeats 20] [--csv FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from native import time_cudnn  # noqa: E402
+
+from simflow.backends import RunOptions  # noqa: E402
+from simflow.backends.gpu import GpuBackend  # noqa: E402
+from simflow.errors import UserError  # noqa: E402
+from simflow.problems import suite  # noqa: E402
+from simflow.variants import VARIANTS  # noqa: E402
+
+CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision
+    "float32": [("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile": 128})],
+    "tf32": [("wmma_nhwc", {"precision": "tf32"}), ("wmma", {"precision": "tf32"})],
+    "float16": [("wmma_nhwc", {"precision": "fp16"}), ("wmma", {"precision": "fp16"})],
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default="resnet50")
+    parser.add_argument("--layers", type=int, help="only the first N layers")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--csv", help="write the per-layer table here")
+    args = parser.parse_args()
+    layers = suite(args.suite)[: args.layers]
+    gpu = GpuBackend()
+    rows = []
+    started = time.monotonic()
+    for problem in layers:
+        row = {"layer": problem.name, "shape": problem.shape_text, "GFLOP": round(problem.flops / 1e9, 3)}
+        for precision, configs in CONFIGS.items():
+            best = None
+            for variant, params in configs:
+                try:
+                    kernel = VARIANTS[variant].render(problem, params)
+                except UserError as exc:
+                    row.setdefault("refused", []).append(f"{variant}: {str(exc)[:60]}")
+                    continue
+                result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
+                if result.status != "passed":
+                    row.setdefault("failed", []).append(f"{variant} {params}: {result.status} {result.reason[:80]}")
+                    continue
+                label = f"{variant}:" + ",".join(f"{k}={v}" for k, v in params.items())
+                if best is None or result.metrics["time_ms"] < best[1]:
+                    best = (label, result.metrics["time_ms"])
+            cudnn = time_cudnn(problem, args.repeats, precision)
+            row[f"{precision} best"] = best[0] if best else "-"
+            row[f"{precision} ms"] = round(best[1], 4) if best else math.nan
+            row[f"{precision} cuDNN ms"] = round(cudnn, 4) if cudnn else math.nan
+            row[f"{precision} ratio"] = round(best[1] / cudnn, 3) if best and cudnn else math.nan
+        rows.append(row)
+        print(" | ".join(f"{k}={v}" for k, v in row.items() if k not in ("refused",)), flush=True)
+    print(f"\n{args.suite}: {len(rows)} layers in {time.monotonic() - started:.0f} s on {gpu.limits.name}")
+    print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s")
+    for precision in CONFIGS:
+        ratios = [(r[f"{precision} ratio"], r["layer"], r["GFLOP"] / r[f"{precision} ms"])
+                  for r in rows if not math.isnan(r[f"{precision} ratio"])]
+        if not ratios:
+            print(f"{precision:9}  0")
+            continue
+        geomean = math.exp(statistics.fmean(math.log(r) for r, _, _ in ratios))
+        worst = max(ratios)
+        print(f"{precision:9}  {len(ratios):6}  {geomean:21.3f}  {worst[0]:.2f} ({worst[1]})  "
+              f"{max(t for _, _, t in ratios):.1f}")
+    failed = [f for r in rows for f in r.get("failed", [])]
+    print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
+    if args.csv:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=[k for k in rows[0] if k not in ("refused", "failed")],
+                                    extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
