@@ -53,10 +53,33 @@ def _variants_dir_arg(parser: argparse.ArgumentParser) -> None:
                              "SIMFLOW_VARIANTS); README 'Variants of your own'")
 
 
-def _variant_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("variant", help=f"one of: {', '.join(VARIANTS)}")
+def _variant_args(parser: argparse.ArgumentParser, best: bool = False) -> None:
+    parser.add_argument("variant", nargs="?" if best else None,
+                        help=f"one of: {', '.join(VARIANTS)}" + (" (with --best: optional)" if best else ""))
     parser.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
                         help="a template parameter (repeatable); 'simflow variants' lists them")
+    if best:
+        parser.add_argument("--best", action="store_true",
+                            help="the configuration 'simflow tune' found fastest for this layer (of VARIANT if "
+                                 "named; --param still overrides)")
+        parser.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
+                            help="with --best: the precision it was tuned in (default float32)")
+
+
+def _chosen(args, backend: str, problem, config: str = "") -> tuple[str, dict]:
+    """The variant and parameters a run uses: as given, or (--best) as tuned for this layer."""
+    params = parse_param_args(args.param)
+    if not getattr(args, "best", False):
+        if not args.variant:
+            raise UserError(f"name a variant (one of: {', '.join(VARIANTS)}), or --best after 'simflow tune'")
+        return args.variant, params
+    from .tune import best_config
+
+    variant, tuned = best_config(_results(args), problem, backend, config, args.precision, args.variant)
+    if not args.json:
+        print(f"simflow: --best: {variant} " + " ".join(f"{k}={show_value(v)}" for k, v in tuned.items()),
+              file=sys.stderr)
+    return variant, {**tuned, **params}
 
 
 def _results_arg(parser: argparse.ArgumentParser) -> None:
@@ -231,7 +254,7 @@ def _store_result(result, args) -> None:
 
 def _run_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
-    _variant_args(p)
+    _variant_args(p, best=True)
     _problem_args(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP)
@@ -247,7 +270,8 @@ def cmd_run(args) -> int:
     from . import api
 
     problem = _problem(args)
-    result = api.run(args.variant, problem, params=parse_param_args(args.param), seed=args.seed, warmup=args.warmup,
+    variant, params = _chosen(args, "gpu", problem)
+    result = api.run(variant, problem, params=params, seed=args.seed, warmup=args.warmup,
                      repeats=args.repeats, sample_check=args.sample_check, results=_results(args), store=False)
     _store_result(result, args)
     if args.json:
@@ -283,7 +307,7 @@ def _print_result(result, problem: Problem) -> None:
 def _sim_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
     _stats_arg(p)
-    _variant_args(p)
+    _variant_args(p, best=True)
     _problem_args(p)
     p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
                    help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
@@ -301,12 +325,12 @@ def cmd_sim(args) -> int:
     from . import api
 
     problem = _problem(args)
-    params = parse_param_args(args.param)
-    get_variant(args.variant).resolve(params)  # a mistake in a parameter before the message below
+    variant, params = _chosen(args, "gpgpusim", problem, args.config)
+    get_variant(variant).resolve(params)  # a mistake in a parameter before the message below
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
-        print(f"simulating {args.variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
-    result = api.sim(args.variant, problem, params=params, config=args.config, docker=args.docker,
+        print(f"simulating {variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
+    result = api.sim(variant, problem, params=params, config=args.config, docker=args.docker,
                      engine=args.engine, timeout_s=args.timeout, seed=args.seed, results=_results(args), store=False)
     _store_result(result, args)
     if args.json:
@@ -693,6 +717,69 @@ def cmd_sweep(args) -> int:
               "run(s) recorded; run the sweep again to resume", file=sys.stderr)
         return 130
     return 0 if not report.failed and not report.errors else 2
+
+
+def _tune_args(p: argparse.ArgumentParser) -> None:
+    _variants_dir_arg(p)
+    p.add_argument("names", nargs="*", metavar="VARIANT", help="the variants whose spaces are searched")
+    p.add_argument("--all", action="store_true", help="every variant with a configuration in --precision")
+    _problem_args(p)
+    p.add_argument("--suite", help="tune every layer of a suite, one after another (simflow problems --suite)")
+    p.add_argument("--backend", default="gpu", choices=["gpu", "gpgpusim"])
+    p.add_argument("--config", default="", help="simulator config (gpgpusim backend)")
+    p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
+                   help="only configurations computing in this precision compete (default float32)")
+    p.add_argument("--strategy", default="tpe", choices=["tpe", "random", "exhaustive"],
+                   help="Optuna's TPE (default) or random sampling, or the whole grid in order")
+    p.add_argument("--runs", type=_at_least(1), help="stop after this many configurations (per layer)")
+    p.add_argument("--time", type=float, help="stop after this many seconds (per layer)")
+    p.add_argument("--seed", type=int, default=0, help="the optimiser's and the inputs' seed")
+    _results_arg(p)
+    _json_arg(p)
+
+
+@command("tune", _tune_args, help="search variants' parameters for the fastest passing configuration of a layer")
+def cmd_tune(args) -> int:
+    from .tune import tunable_variants, tune
+
+    if bool(args.names) == args.all:
+        raise UserError("name the variants to tune, or --all (not both)")
+    if args.runs is None and args.time is None and args.strategy != "exhaustive":
+        raise UserError("give a budget: --runs N (configurations) and/or --time S (seconds), or --strategy exhaustive")
+    if args.time is not None and not args.time > 0:
+        raise UserError(f"--time must be more than 0 seconds, got {args.time:g}")
+    config = args.config or (DEFAULT_CONFIG if args.backend == "gpgpusim" else "")
+    variants = tunable_variants(args.backend, args.precision) if args.all else args.names
+    layers = [p if args.batch is None else p.with_batch(args.batch) for p in suite(args.suite)] if args.suite \
+        else [_problem(args)]
+
+    def say(trial) -> None:
+        if not args.json:
+            value = "refused" if trial.status == "refused" else (
+                f"{trial.value:.6g}" if trial.status == "passed" else trial.status)
+            print(f"  {'ran   ' if trial.measured else 'cached'} {trial.variant} "
+                  + " ".join(f"{k}={show_value(v)}" for k, v in trial.params.items()) + f": {value}", file=sys.stderr)
+
+    done = []
+    for problem in layers:
+        if not args.json:
+            print(f"tuning {problem.describe()} on {args.backend} in {args.precision} ({args.strategy})",
+                  file=sys.stderr)
+        result = tune(problem, variants, backend=args.backend, config=config, precision=args.precision,
+                      strategy=args.strategy, budget_runs=args.runs, budget_s=args.time, seed=args.seed,
+                      results=_results(args), progress=say)
+        done.append(result)
+        if not args.json:
+            best = result.best
+            summary = result.as_dict()
+            print(f"{problem.name}: {summary['tried']} of {result.space} configurations tried ({summary['measured']} "
+                  f"measured, {summary['from_cache']} from the store, {summary['refused']} refused); {result.stopped}")
+            print("  best: " + (f"{best.variant} " + " ".join(f"{k}={show_value(v)}" for k, v in best.params.items())
+                                + f": {result.metric} {best.value:.6g} (run {best.run_id})" if best else
+                                "none passed"))
+    if args.json:
+        print(json.dumps([r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), indent=2))
+    return 0 if all(r.best for r in done) else 2
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,99 @@
+"""simflow tune: the space, Optuna's search within a budget, the cache, tuned.json and --best."""
+
+import json
+import math
+
+import pytest
+from test_cli import simflow
+
+from simflow.errors import UserError
+from simflow.problems import get_problem
+from simflow.tune import Trial, TuneResult, _optuna, best_config, record_best, space, tunable_variants
+
+PROBLEM = get_problem("batch3x3")
+
+
+def test_the_space_is_every_kernel_parameter_combination_in_one_precision():
+    grid = space(["implicit_gemm"], PROBLEM, "float32")
+    assert len(grid) == 4 and all(p["precision"] == "fp32" for _, p in grid)  # tile x bk
+    assert len(space(["implicit_gemm"], PROBLEM, "float16")) == 4
+    assert len(space(["global"], PROBLEM, "float32")) == 3 * 3 * 2  # tile x unroll x restrict; streams is host-side
+    assert all("streams" not in p for _, p in space(["global"], PROBLEM, "float32"))
+    with pytest.raises(UserError, match="no configuration of global computes in float16"):
+        space(["global"], PROBLEM, "float16")
+    assert "wmma" in tunable_variants("gpu", "tf32") and "global" not in tunable_variants("gpu", "tf32")
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "random"])
+def test_optuna_stops_at_the_budget_and_can_cover_the_whole_space(strategy):
+    """A known cost per configuration (test data, not a measurement) to test the search loop itself;
+    tune() answers a configuration asked again from what it measured, as `seen` does here."""
+    grid = space(["global", "shared"], PROBLEM, "float32")
+    cost = {(v, json.dumps(p, sort_keys=True)): 1.0 + i for i, (v, p) in enumerate(reversed(grid))}
+    seen = {}
+
+    def evaluate(variant, params):
+        key = (variant, json.dumps(params, sort_keys=True))
+        seen.setdefault(key, Trial(variant, params, "passed", cost[key]))
+        return seen[key]
+
+    assert _optuna(grid, evaluate, strategy, 3, lambda: "budget" if len(seen) >= 12 else "") == "budget"
+    assert len(seen) == 12 and set(seen) <= set(cost)
+    seen.clear()
+    ended = _optuna(grid, evaluate, strategy, 3, lambda: "all" if len(seen) >= len(grid) else "")
+    assert ended == "all" and min(t.value for t in seen.values()) == 1.0  # a budget as large as the space: all
+
+
+
+def test_tuned_json_keeps_the_best_per_layer_and_per_variant(tmp_path):
+    result = TuneResult(PROBLEM, "gpu", "", "float32", "tpe", "time_ms", 10, trials=[
+        Trial("global", {"tile": 8}, "passed", 0.5, "r1"), Trial("shared", {"tile": 16}, "passed", 0.3, "r2"),
+        Trial("shared", {"tile": 8}, "wrong_result", math.inf, "r3"),
+        Trial("global", {"tile": 32}, "passed", 0.4, "r4")])
+    record_best(tmp_path, result)
+    assert best_config(tmp_path, PROBLEM, "gpu") == ("shared", {"tile": 16})
+    assert best_config(tmp_path, PROBLEM, "gpu", variant="global") == ("global", {"tile": 32})
+    better = TuneResult(PROBLEM, "gpu", "", "float32", "random", "time_ms", 10,
+                        trials=[Trial("global", {"tile": 16}, "passed", 0.2, "r5")])
+    record_best(tmp_path, better)
+    assert best_config(tmp_path, PROBLEM, "gpu") == ("global", {"tile": 16})
+    with pytest.raises(UserError, match="no tuned configuration for .*batch3x3.* on gpu in tf32"):
+        best_config(tmp_path, PROBLEM, "gpu", precision="tf32")
+    with pytest.raises(UserError, match="no tuned configuration for implicit_gemm on"):
+        best_config(tmp_path, PROBLEM, "gpu", variant="implicit_gemm")
+    assert best_config(tmp_path, PROBLEM.with_batch(4), "gpu")[0] == "global"
+    with pytest.raises(UserError, match="no tuned configuration"):
+        best_config(tmp_path, PROBLEM.with_batch(8), "gpu")  # another shape
+
+
+@pytest.mark.parametrize("args,message", [
+    (["tune", "global"], "give a budget: --runs N"),
+    (["tune", "--runs", "3"], "name the variants to tune, or --all"),
+    (["tune", "global", "--all", "--runs", "3"], "name the variants to tune, or --all"),
+    (["tune", "global", "--runs", "0"], "--runs"),
+    (["tune", "global", "--time", "-1"], "--time must be more than 0"),
+    (["run", "--best", "--problem", "batch3x3"], "no tuned configuration"),
+    (["run"], "name a variant"),
+])
+def test_mistakes_say_what_to_change(tmp_path, args, message):
+    proc = simflow(*args, "--results", str(tmp_path))
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.gpgpusim
+def test_tune_in_the_simulator_resumes_from_the_store_and_run_best_uses_it(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    first = simflow("tune", "shared", "--backend", "gpgpusim", "--strategy", "exhaustive", "--runs", "3", "--json",
+                    env=env)
+    assert first.returncode == 0, first.stderr
+    done = json.loads(first.stdout)
+    assert done["tried"] == 3 and done["measured"] == 3 and done["best"]["status"] == "passed"
+    again = json.loads(simflow("tune", "shared", "--backend", "gpgpusim", "--strategy", "exhaustive", "--runs", "4",
+                               "--json", env=env).stdout)
+    assert again["tried"] == 4 and again["measured"] == 1 and again["from_cache"] == 3  # never measured twice
+    best = again["best"]
+    sim = simflow("sim", "--best", "--json", env=env)
+    assert sim.returncode == 0, sim.stderr
+    out = json.loads(sim.stdout)
+    assert out["variant"] == best["variant"] and out["params"]["tile"] == best["params"]["tile"]
+    assert out["metrics"]["gpu_sim_cycle"] == best["value"]
