@@ -29,6 +29,7 @@ from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
 from simflow.problems import suite  # noqa: E402
+from simflow.tune import best_config  # noqa: E402
 from simflow.variants import VARIANTS  # noqa: E402
 
 CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision
@@ -44,6 +45,8 @@ def main() -> int:
     parser.add_argument("--layers", type=int, help="only the first N layers")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", help="write the per-layer table here")
+    parser.add_argument("--tuned", metavar="RESULTS", help="also run what 'simflow tune' found best for each layer "
+                                                            "(RESULTS/tuned.json), per precision")
     args = parser.parse_args()
     layers = suite(args.suite)[: args.layers]
     gpu = GpuBackend()
@@ -53,6 +56,11 @@ def main() -> int:
         row = {"layer": problem.name, "shape": problem.shape_text, "GFLOP": round(problem.flops / 1e9, 3)}
         for precision, configs in CONFIGS.items():
             best = None
+            if args.tuned:
+                try:
+                    configs = [best_config(Path(args.tuned), problem, "gpu", "", precision), *configs]
+                except UserError:
+                    pass  # not tuned in this precision: the fixed configurations only
             for variant, params in configs:
                 try:
                     kernel = VARIANTS[variant].render(problem, params)
