@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends import backend_class
-from .errors import LimitError, UserError
+from .errors import UserError
 from .jobs import Job, JobOutcome, run_job_safely
 from .orphans import die_with_parent, sigterm_as_ctrl_c
 from .results import RunResult
@@ -118,7 +118,7 @@ def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
     for job in sweep.jobs:
         try:
             fingerprint = job.kernel().fingerprint()
-        except LimitError as exc:
+        except UserError as exc:  # the variant refuses this layer (a hardware limit, a user variant's [[refuse]])
             result.refused.append((job, str(exc)))
             continue
         run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=not retry_failed)

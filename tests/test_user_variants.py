@@ -139,6 +139,12 @@ def test_the_example_through_the_cli(tmp_path):
     planned = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path / "r"), env=ENV)
     assert planned.returncode == 0, planned.stderr
     assert "4 jobs" in planned.stdout and "rows" in planned.stdout
+    # a layer the variant's [[refuse]] rules out is skipped by name, like a built-in's hardware limit
+    sweep.write_text('name = "mine"\nbackends = ["gpu"]\nproblems = ["batch3x3", "1,1,64,1100,8,3,1"]\n\n'
+                     '[[variants]]\nname = "rows"\n')
+    planned = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path / "r"), env=ENV)
+    assert planned.returncode == 0, planned.stderr
+    assert "1 to run, 1 refused" in planned.stdout and "grid.y is Hout x M" in planned.stdout
 
 
 @pytest.mark.gpgpusim
