@@ -115,8 +115,10 @@ def test_broken_pipe_is_quiet(results):
 
 
 def test_usage_mistakes_exit_1():
-    err = clean(simflow("sim"))
+    err = clean(simflow("render"))
     assert "the following arguments are required: variant" in err
+    err = clean(simflow("sim"))  # the variant is optional with --best (simflow tune)
+    assert "name a variant (one of: global," in err and "or --best" in err
     err = clean(simflow("compare", "--no-such-flag"))
     assert "unrecognized arguments" in err
     err = clean(simflow("run", "global", "--repeats", "0"))
