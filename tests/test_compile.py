@@ -69,3 +69,11 @@ def test_strided_layers_compile(variant):
     assert "STRIDE = 2" in kernel.source
     compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
     assert "warning" not in compiled.log.lower(), compiled.log
+
+
+@pytest.mark.parametrize("params", [{}, {"precision": "tf32"}, {"bk": 64}], ids=["fp16", "tf32", "bk64"])
+def test_wmma_nhwc_with_padded_channels_compiles(params):
+    kernel = render("wmma_nhwc", get_problem("resnet50-conv1").with_batch(2), params)  # C = 3
+    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    assert "warning" not in compiled.log.lower(), compiled.log
+    assert all(compiled.resources[name]["spill_store_bytes"] == 0 for name in kernel.kernel_names)

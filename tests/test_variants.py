@@ -217,14 +217,16 @@ def test_refusals_name_the_limit():
             render("wmma_nhwc", NHWC_PROBLEM, {"precision": "tf32", **params})
 
 
-def test_wmma_nhwc_needs_channels_in_32s_and_says_what_to_use():
-    with pytest.raises(LimitError, match=r"input channels C .* needs 3, the limit is 32 .*else wmma"):
-        render("wmma_nhwc", WMMA_PROBLEM)
+def test_wmma_nhwc_pads_the_channels_to_its_k_step():
+    small = render("wmma_nhwc", WMMA_PROBLEM)  # C = 3: padded with zeros to 32 in both channel-last copies
+    assert "constexpr int CP = 32;" in small.source
+    assert small.workspace(2)["xh"] == 2 * 32 * WMMA_PROBLEM.H * WMMA_PROBLEM.W // 2
+    assert small.launches(2)[0].grid[1] == 1 and small.launches(2)[1].grid[0] == -(-WMMA_PROBLEM.M * 32 * 25 // 256)
     kernel = render("wmma_nhwc", get_problem("toycnn"))
     names = [launch.kernel for launch in kernel.launches(1)]
     assert names == ["conv2d_wmma_nhwc_x", "conv2d_wmma_nhwc_w", "conv2d_wmma_nhwc"]
     assert kernel.launches(1)[2].dynamic_smem == 3 * 2 * 128 * 40 * 2  # 3 stages of half A and B tiles
     assert kernel.workspace(1) == {"xh": 256 * 228 * 228 // 2, "wh": 256 * 256 * 25 // 2}  # floats of halves
-    with pytest.raises(LimitError, match="bk=64 .* needs 32, the limit is 64"):
-        render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
+    wide = render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
+    assert "constexpr int CP = 64;" in wide.source  # bk=64 on 32 channels: 32 zero channels
     assert "cp.async.cg.shared.global" in kernel.source and kernel.sim_unsupported
