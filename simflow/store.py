@@ -73,11 +73,9 @@ class StoreError(UserError):
 
 
 def shape_key(problem: Problem) -> str:
-    """The shape as the store keys it; stride only when not 1 (records made before stride read the same)."""
-    shape = {k: getattr(problem, k) for k in ("B", "C", "M", "H", "W", "K", "pad")}
-    if problem.stride != 1:
-        shape["stride"] = problem.stride
-    return json.dumps(shape, sort_keys=True)
+    """The shape as the store keys it: the problem's fields but its name (Problem.as_dict leaves out a
+    stride of 1, so records made before stride read the same)."""
+    return json.dumps({k: v for k, v in problem.as_dict().items() if k != "name"}, sort_keys=True)
 
 
 @dataclass
