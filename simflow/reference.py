@@ -164,12 +164,13 @@ def _judge_chunk(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tol: Toler
             "worst_bound": float(bound[worst]) if bound.size else float("nan")}
 
 
-def judge_chunks(chunks, shape: tuple[int, ...], precision: str, method: str = "full", index=None) -> Check:
+def judge_chunks(chunks, shape: tuple[int, ...], precision: str, method: str = "full", index=None,
+                 tolerance: Tolerance | None = None) -> Check:
     """The elementwise verdict on an output given as consecutive flat chunks (got, ref, scale) in
     C order: got as the kernel wrote it, ref the float64 reference, scale its error scale S.
     `shape` is the output's; for a sampled check the chunks are the sample and `index` the
-    (b, m, y, x) arrays of its positions."""
-    tol = TOLERANCE[precision]
+    (b, m, y, x) arrays of its positions. `tolerance` replaces the precision's (a transform's growth)."""
+    tol = tolerance or TOLERANCE[precision]
     parts, start = [], 0
     for got, ref, scale in chunks:
         part = _judge_chunk(np.ravel(got), np.ravel(ref).astype(np.float64, copy=False),
@@ -198,13 +199,14 @@ def judge_chunks(chunks, shape: tuple[int, ...], precision: str, method: str = "
                  shape=tuple(shape))
 
 
-def judge(got, ref, scale, precision: str, method: str = "full", index=None) -> Check:
+def judge(got, ref, scale, precision: str, method: str = "full", index=None,
+          tolerance: Tolerance | None = None) -> Check:
     """judge_chunks over whole arrays (of the output's shape, or 1-D samples at `index`)."""
     got = np.asarray(got)
     flat = [np.ravel(a) for a in (got, ref, scale)]
     chunks = ((f[0][i:i + JUDGE_CHUNK], f[1][i:i + JUDGE_CHUNK], f[2][i:i + JUDGE_CHUNK])
               for f in [flat] for i in range(0, flat[0].size, JUDGE_CHUNK))
-    return judge_chunks(chunks, got.shape, precision, method, index)
+    return judge_chunks(chunks, got.shape, precision, method, index, tolerance)
 
 
 def reference_and_scale(problem: Problem, x: np.ndarray, w: np.ndarray, op: str = "conv"):
@@ -224,13 +226,13 @@ def pool_max(a: np.ndarray) -> np.ndarray:
 
 
 def check_output(problem: Problem, x: np.ndarray, w: np.ndarray, y: np.ndarray, precision: str,
-                 seed: int = 0, method: str = "full", op: str = "conv") -> Check:
+                 seed: int = 0, method: str = "full", op: str = "conv", tolerance: Tolerance | None = None) -> Check:
     """Judge a kernel's output element by element against the float64 reference: every element
     ('full', the default at every size), or a seeded sample of SAMPLE_SIZE when asked ('sample')."""
     y = np.asarray(y)
     if method == "full":
         ref, scale = reference_and_scale(problem, x, w, op)
-        return judge(y, ref, scale, precision, "full")
+        return judge(y, ref, scale, precision, "full", tolerance=tolerance)
     if method != "sample":
         raise ValueError(f"unknown check method {method!r}")
     rng = np.random.default_rng(seed + 1)
@@ -246,4 +248,4 @@ def check_output(problem: Problem, x: np.ndarray, w: np.ndarray, y: np.ndarray, 
     else:
         ref = sample_reference(x, w, problem.pad, index, problem.stride)
         scale = sample_reference(ax, aw, problem.pad, index, problem.stride)
-    return judge(y[index], ref, scale, precision, "sample", index=index)
+    return judge(y[index], ref, scale, precision, "sample", index=index, tolerance=tolerance)

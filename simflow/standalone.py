@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .reference import TOLERANCE
 from .resources import cache_dir
 from .toolkits import CUDA11_HELP, Toolkit, find_toolkits
 from .variants import Kernel, template_environment
@@ -43,8 +42,8 @@ def render_program(kernel: Kernel, batch: int) -> Program:
         constant_symbols=list(kernel.constant_symbols),
         workspace=kernel.workspace(batch),
         pool=kernel.output == "conv_relu_pool",
-        atol=TOLERANCE[kernel.precision].atol,
-        rtol=TOLERANCE[kernel.precision].rtol,
+        atol=kernel.check_tolerance.atol,
+        rtol=kernel.check_tolerance.rtol,
     )
     return Program(kernel, batch, source)
 

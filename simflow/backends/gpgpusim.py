@@ -14,6 +14,8 @@ Every file of the run stays in the folder; results are written atomically.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gzip
 import json
 import math
@@ -42,7 +44,7 @@ from ..gpgpusim_config import (
 from ..gpgpusim_log import AERIALVISION_GLOB, SimLog, aggregate, parse_aerialvision, parse_file, stat_of
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
-from ..reference import check_output, make_inputs, output_shape
+from ..reference import Tolerance, check_output, make_inputs, output_shape
 from ..run_folders import keep_result, new_run_folder, write_csv, write_json
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..toolkits import CUDA11_HELP, cuda_install_path
@@ -71,7 +73,7 @@ def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s:
         "simflow_version": __version__, "run_id": run_id, "created": utc_timestamp(), "variant": kernel.variant,
         "params": kernel.params, "problem": problem.as_dict(), "batch": batch, "seed": seed,
         "precision": kernel.precision, "output": kernel.output, "kernels": kernel.kernel_names,
-        "fingerprint": kernel.fingerprint(),
+        "tolerance": dataclasses.asdict(kernel.check_tolerance), "fingerprint": kernel.fingerprint(),
         "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
         "config": config.as_dict(), "timeout_s": timeout_s,
     })
@@ -325,7 +327,8 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
             result.reason = f"the program wrote {y.size} of {int(np.prod(shape))} outputs to y.bin"
             return
         x, w = make_inputs(problem, spec["seed"])
-        result.judge(check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op))
+        tolerance = Tolerance(**spec["tolerance"]) if "tolerance" in spec else None  # runs before it: the precision's
+        result.judge(check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op, tolerance=tolerance))
 
 
 class GpgpusimBackend(Backend):

@@ -169,11 +169,11 @@ class GpuBackend(Backend):
         if options.sample_check:
             x, w = make_inputs(problem, options.seed)
             return check_output(problem, x, w, y_host, kernel.precision, seed=options.seed, method="sample",
-                                op=kernel.output)
+                                op=kernel.output, tolerance=kernel.check_tolerance)
         flat = y_host.reshape(-1)
         chunks = ((flat[first:first + ref.size], ref, scale)
                   for first, ref, scale in self.reference_chunks(problem, kernel.output, device))
-        return judge_chunks(chunks, y_host.shape, kernel.precision, "full")
+        return judge_chunks(chunks, y_host.shape, kernel.precision, "full", tolerance=kernel.check_tolerance)
 
     def reference_chunks(self, problem, op: str, device: dict):
         """(first element, float64 reference, error scale) for consecutive chunks of JUDGE_CHUNK output
