@@ -223,3 +223,34 @@ def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
             assert not verdict.passed and verdict.checked == y.size, (kind, precision, verdict.reason)
             caught += 1
     print(f"{problem.name}: {caught} of 12 injected faults caught over {right.size} outputs")
+
+
+def _suite_transform_cases():
+    from simflow.problems import suite
+
+    for problem in [*suite("resnet50"), *suite("vgg16")]:
+        for variant, params in (("winograd", {}), ("fft", {})):  # at the suite's batch
+            yield problem, variant, params
+        for variant, params in (("winograd", {"m": 4}), ("winograd", {"precision": "fp16"}),
+                                ("fft", {"precision": "fp16"}), ("fft", {"tile": 16})):  # the geometry, batch 2
+            yield problem.with_batch(2), variant, params
+
+
+SUITE_TRANSFORMS = list(_suite_transform_cases())
+
+
+@pytest.mark.parametrize("problem,variant,params", SUITE_TRANSFORMS,
+                         ids=[f"{p.name}-B{p.B}-{v}-{'-'.join(f'{k}={x}' for k, x in c.items()) or 'default'}"
+                              for p, v, c in SUITE_TRANSFORMS])
+def test_transform_variants_on_every_suite_layer_they_accept(gpu, problem, variant, params):
+    """winograd and fft on every ResNet-50 and VGG-16 layer (refused by name where K != 3 or a stride)."""
+    try:
+        kernel = VARIANTS[variant].render(problem, params)
+    except LimitError as exc:
+        assert problem.stride != 1 or (variant == "winograd" and problem.K != 3) or "fft tile" in str(exc)
+        pytest.skip(f"refused, as it should be: {exc}")
+    result = gpu.run(kernel, problem.B, RunOptions(seed=11, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
+    print(f"margin {variant} {kernel.precision} {problem.name}: max |y-ref|/S = "
+          f"{result.metrics['max_scaled_error']:.3g} (bound {kernel.check_tolerance.atol:.3g})")

@@ -15,7 +15,6 @@ Every file of the run stays in the folder; results are written atomically.
 from __future__ import annotations
 
 import dataclasses
-
 import gzip
 import json
 import math
