@@ -33,9 +33,11 @@ from simflow.tune import best_config  # noqa: E402
 from simflow.variants import VARIANTS  # noqa: E402
 
 CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision
-    "float32": [("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile": 128})],
+    "float32": [("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile": 128}), ("winograd", {"m": 2}),
+                ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
     "tf32": [("wmma_nhwc", {"precision": "tf32"}), ("wmma", {"precision": "tf32"})],
-    "float16": [("wmma_nhwc", {"precision": "fp16"}), ("wmma", {"precision": "fp16"})],
+    "float16": [("wmma_nhwc", {"precision": "fp16"}), ("wmma", {"precision": "fp16"}),
+                ("winograd", {"m": 4, "precision": "fp16"})],
 }
 
 
