@@ -36,7 +36,8 @@ TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems"
             "batch": "int",
             "seed": "int", "repeats": "int", "warmup": "int", "timeout": "seconds", "docker": "image",
             "variants": "[[variants]] tables", "dask": "[dask] table"}
-DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives")
+DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives",
+             "interface", "log_directory")
 
 
 @dataclass

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):
-    """A test marked with a hardware need (gpu, nvcc, cuda11, gpgpusim, docker) is skipped, with the
+    """A test marked with a hardware need (gpu, nvcc, cuda11, gpgpusim, docker, slurm) is skipped, with the
     reason, where that need is absent (tests/hardware.py finds out once)."""
     from hardware import NEEDS
 

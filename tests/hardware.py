@@ -50,10 +50,25 @@ def _container_engine() -> tuple[str | None, str]:
 ENGINE, _engine_why = _container_engine()
 
 # marker -> (present, why not)
+def _slurm_missing() -> str:
+    from slurm_cluster import missing
+
+    why = missing()
+    if not why:
+        try:
+            import dask_jobqueue  # noqa: F401
+        except ImportError:
+            why = "dask-jobqueue absent: pip install 'simflow[cluster]'"
+    return why
+
+
+_slurm_why = _slurm_missing()
+
 NEEDS = {
     "gpu": (_gpu.available, f"no GPU backend: {_gpu.detail}"),
     "nvcc": (MODERN_NVCC is not None, "no nvcc that targets sm_90 (CUDA 12 or newer)"),
     "cuda11": (CUDA11 is not None, "no CUDA 11.x toolkit (see simflow doctor)"),
     "gpgpusim": (_sim.available, f"no GPGPU-Sim: {_sim.detail}"),
     "docker": (ENGINE is not None, f"no container engine: {_engine_why}"),
+    "slurm": (not _slurm_why, _slurm_why),
 }
