@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hardware import requires_gpgpusim
 from slurm_cluster import one_node_cluster
+from test_sweep import REAL  # 6 simulator runs on batch3x3
 
 from simflow.store import Store
 
@@ -21,21 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slurm, pytest.mark.gpgpusim, requires_gpgpusim]  # conftest skips without Slurm
 
-SWEEP = """name = "through-slurm"
-backends = ["gpgpusim"]
-configs = ["SM7_QV100_small"]
-problems = ["batch3x3"]
-
-[[variants]]
-name = "shared"
-tile = [8, 16]
-unroll = ["none", "both"]
-
-[[variants]]
-name = "global"
-tile = [8, 16]
-unroll = ["none", "both"]
-
+SWEEP = REAL + """
 [dask]
 cores = 1
 memory = "2GB"
@@ -67,17 +54,17 @@ def _sweep(slurm_env: dict, folder: Path, jobs: int) -> tuple[dict, float]:
 
 
 def test_a_sweep_runs_through_slurm_workers_with_one_and_two_jobs(slurm, tmp_path):
-    """The first sweep builds the 8 programs (cached by source): it is not timed with the other two."""
+    """The first sweep builds the 6 programs (cached by source): it is not timed with the other two."""
     walls = {}
     for jobs, folder in ((2, tmp_path / "warm-up"), (1, tmp_path / "jobs1"), (2, tmp_path / "jobs2")):
         report, walls[folder.name] = _sweep(slurm, folder, jobs)
-        assert len(report["run"]) == 8 and report["failed"] == [] and report["cached"] == []
+        assert len(report["run"]) == 6 and report["failed"] == [] and report["cached"] == []
         with Store(folder) as store:
             runs = store.runs()
-            assert len(runs) == 8 and all(r.status == "passed" for r in runs)
+            assert len(runs) == 6 and all(r.status == "passed" for r in runs)
         # the workers were Slurm jobs: sbatch wrote their logs, one per job
         outs = sorted((folder / "dask-logs").glob("dask-worker-*.err"))
         assert len(outs) == jobs and all("Start worker" in p.read_text() for p in outs)
-    print(f"8 simulator runs through Slurm, programs built: 1 worker {walls['jobs1']:.1f} s, 2 workers "
+    print(f"6 simulator runs through Slurm, programs built: 1 worker {walls['jobs1']:.1f} s, 2 workers "
           f"{walls['jobs2']:.1f} s ({walls['jobs1'] / walls['jobs2']:.2f}x), on {os.cpu_count()} cores; the first "
           f"sweep, building them, {walls['warm-up']:.1f} s")
