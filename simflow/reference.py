@@ -5,7 +5,9 @@ sum of |x * w| over the element's terms. S is the scale of a dot product's round
 addition errs by at most one unit of the partial sum, each rounded input by one unit of its
 product), so one tolerance per precision holds for a 9-term and a 6400-term convolution alike,
 where a norm over the whole output lets a wrong row or a zeroed element hide among a million
-right ones. The output buffer is poisoned with NaN before a run: unwritten elements show.
+right ones. A transform-domain variant (winograd, fft) rounds more than a direct sum and states its
+own, wider bound (Variant.tolerance), measured like these. The output buffer is poisoned with NaN
+before a run: unwritten elements show.
 
 The full reference is vectorised numpy (one tensordot per filter tap); the GPU backend computes
 the same reference and scale on the GPU in float64 (cuda_templates/check_reference.cu.j2) and
