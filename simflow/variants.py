@@ -617,9 +617,13 @@ class FftVariant(Variant):
         n = g["n"]
         twiddles = [(f"{math.cos(2 * math.pi * k / n)!r}f", f"{-math.sin(2 * math.pi * k / n)!r}f")
                     for k in range(n // 2)]
-        tm = 1 if problem.M <= 16 else 2 if problem.M <= 32 else 4
-        return {**g, "twiddles": twiddles, "tm": tm, "cbk": self.CBK,
+        return {**g, "twiddles": twiddles, "tm": self.rows_per_thread(problem), "cbk": self.CBK,
                 "overlap": math.ceil((problem.K - 1) / g["block"]) + 1}
+
+    @staticmethod
+    def rows_per_thread(problem: Problem) -> int:
+        """Output channels each thread of the complex GEMM holds (x 16 threads: the block's rows)."""
+        return 1 if problem.M <= 16 else 2 if problem.M <= 32 else 4
 
     def tolerance(self, problem: Problem, params: dict) -> Tolerance:
         """A radix-2 FFT's rounding grows with its log2(N) stages (Higham, Accuracy and Stability of Numerical
@@ -641,7 +645,7 @@ class FftVariant(Variant):
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, g, name = kernel.problem, self.geometry(kernel.problem, kernel.params), f"conv2d_{self.name}"
         columns, per_block = batch * g["tiles_y"] * g["tiles_x"], g["per_block"]
-        rows = 16 * self.extra_context(p, kernel.params)["tm"]
+        rows = 16 * self.rows_per_thread(p)
         return [
             Launch(kernel=f"{name}_wfft", grid=(math.ceil(p.M * p.C / per_block), 1, 1), block=(256, 1, 1),
                    args=("w", "wf")),
