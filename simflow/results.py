@@ -58,6 +58,10 @@ class RunResult:
     artifacts: dict[str, str] = field(default_factory=dict)  # kept files: run folder, log, sources
     seed: int = 0
     created: str = ""  # UTC, ISO 8601
+    # A sampled simulation's estimate of the whole layer (simflow.sampling): the sample spec, the batches
+    # simulated and their runs, the fraction of the images simulated, and each metric's error bound.
+    # Empty for a run that simulated or measured the whole problem.
+    estimate: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -68,6 +72,16 @@ class RunResult:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    @property
+    def sampled(self) -> bool:
+        """Its metrics are estimates from sampled simulation, each with a bound in estimate["bounds"]."""
+        return bool(self.estimate)
+
+    def bound(self, name: str) -> float:
+        """The absolute error bound of an estimated metric; NaN for a measured one."""
+        value = self.estimate.get("bounds", {}).get(name) if self.estimate else None
+        return math.nan if value is None else float(value)
 
     @classmethod
     def refusal(cls, backend: str, kernel, batch: int, reason: str, seed: int = 0,

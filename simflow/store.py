@@ -64,6 +64,10 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, kind)
     );
     """,
+    # 2: sampled simulation: a run whose metrics are estimates keeps how (JSON, '' for a whole run)
+    """
+    ALTER TABLE runs ADD COLUMN estimate TEXT NOT NULL DEFAULT ''
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -168,9 +172,10 @@ class Store:
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()) if has_meta else 0
         if version > SCHEMA_VERSION:
             raise self._newer(version)
-        if version < SCHEMA_VERSION:
+        if version < 1:
             raise StoreError(f"results database {self.path} has schema version {version}; open it once with a "
                              "command that writes (e.g. simflow import) to bring it up to date")
+        # an older layout reads as it is (a read-only reader cannot migrate): its runs are all whole runs
 
     def close(self) -> None:
         if self.conn is not None:
@@ -268,7 +273,8 @@ class Store:
         row = (result.run_id, result.created, result.variant, json.dumps(result.params, sort_keys=True),
                result.fingerprint, result.problem.name, shape_key(result.problem), result.backend, runner,
                env.get("config", ""), env.get("config_key", ""), env.get("config_hash", ""), result.status,
-               result.reason, result.seed, json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__)
+               result.reason, result.seed, json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__,
+               json.dumps(result.estimate, sort_keys=True) if result.estimate else "")
         metrics = [(result.run_id, kernel, name, None if to_stored(v) is None else float(v),
                     result.units.get(f"{kernel}.{name}" if kernel else name, ""))
                    for kernel, values in result.split_metrics().items() for name, v in values.items()]
@@ -319,7 +325,8 @@ class Store:
         return StoredRun(run_id=r[0], created=r[1], variant=r[2], params=json.loads(r[3]), fingerprint=r[4],
                          problem=Problem(name=r[5], **shape), backend=r[7], runner=r[8], config=r[9],
                          config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], seed=r[14],
-                         environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17])
+                         environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17],
+                         estimate=json.loads(r[18]) if len(r) > 18 and r[18] else {})
 
     def ids(self) -> list[str]:
         if self.conn is None:
@@ -330,13 +337,16 @@ class Store:
             raise self._error(exc, "read runs") from None
 
     def cached(self, fingerprint: str, problem: Problem, backend: str, config_key: str,
-               failed_too: bool = True) -> str | None:
+               failed_too: bool = True, sample: str = "") -> str | None:
         """The newest stored run of this exact kernel, problem, backend and config, if any (one the user
-        interrupted never counts; one that failed counts unless failed_too is False)."""
-        sql = "SELECT id, status FROM runs WHERE fingerprint=? AND shape=? AND backend=? AND config_key=?"
+        interrupted never counts; one that failed counts unless failed_too is False). A sampled estimate
+        never answers for a whole run, and answers for another only with the same sample spec."""
+        sql = ("SELECT id, status FROM runs WHERE fingerprint=? AND shape=? AND backend=? AND config_key=? AND "
+               + ("CASE WHEN estimate='' THEN NULL ELSE json_extract(estimate, '$.spec') END = ?" if sample
+                  else "estimate=''"))
+        args = (fingerprint, shape_key(problem), backend, config_key, *([sample] if sample else []))
         try:
-            rows = self.conn.execute(sql + " ORDER BY created DESC",
-                                     (fingerprint, shape_key(problem), backend, config_key)).fetchall()
+            rows = self.conn.execute(sql + " ORDER BY created DESC", args).fetchall()
         except sqlite3.Error as exc:
             raise self._error(exc, "read runs") from None
         for run_id, status in rows:

@@ -73,19 +73,36 @@ def test_a_newer_schema_is_refused(tmp_path):
     with Store(tmp_path) as store:
         store.add(gpu_record("r1", "global", 1.0))
         store.conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
-    with pytest.raises(StoreError, match="schema version 99, made by a newer simflow; this simflow reads up to "
-                                         "version 1: upgrade simflow"):
+    with pytest.raises(StoreError, match=f"schema version 99, made by a newer simflow; this simflow reads up to "
+                                         f"version {store_module.SCHEMA_VERSION}: upgrade simflow"):
         Store(tmp_path)
 
 
 def test_an_older_schema_is_migrated_and_keeps_its_runs(tmp_path, monkeypatch):
     with Store(tmp_path) as store:
         store.add(gpu_record("r1", "global", 1.0))
+    version = store_module.SCHEMA_VERSION + 1
     monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, "ALTER TABLE runs ADD COLUMN note TEXT"])
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", version)
     with Store(tmp_path) as store:
-        assert store.schema_version == 2 and store.ids() == ["r1"]
+        assert store.schema_version == version and store.ids() == ["r1"]
         assert "note" in [c[1] for c in store.conn.execute("PRAGMA table_info(runs)")]
+
+
+def test_a_version_1_database_gains_the_estimate_column_and_its_runs_read_as_whole_runs(tmp_path):
+    """Databases made before sampled simulation (schema 1) open, migrate, and keep answering the cache."""
+    old = gpu_record("r1", "global", 1.0)
+    with Store(tmp_path) as store:
+        store.add(old)
+        store.conn.execute("ALTER TABLE runs DROP COLUMN estimate")  # the layout version 1 wrote
+        store.conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    with Store(tmp_path, read_only=True) as store:  # a reader reads the old layout as it is
+        assert [r.estimate for r in store.runs()] == [{}]
+    with Store(tmp_path) as store:
+        assert store.schema_version == 2
+        (run,) = store.runs()
+        assert run.estimate == {} and not run.sampled
+        assert store.cached(old.fingerprint, old.problem, old.backend, "") == "r1"
 
 
 def test_a_locked_database_says_so_and_damages_nothing(tmp_path, monkeypatch):
