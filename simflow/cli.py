@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from pathlib import Path
 
 from . import __version__
@@ -316,6 +318,12 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
                    help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample", nargs="?", const="1,2,3", metavar="W1,W2,W3",
+                   help="estimate the whole layer from three simulated batches of about W1 < W2 < W3 waves of "
+                        "thread blocks (default 1,2,3), with an error bound per metric; the record is marked "
+                        "sampled")
+    p.add_argument("--jobs", "-j", type=_at_least(1),
+                   help="with --sample: simulations at once (default: the CPU count)")
     _storing_args(p)
     _json_arg(p, "one JSON object: status, metrics, log, ...")
 
@@ -327,6 +335,8 @@ def cmd_sim(args) -> int:
     problem = _problem(args)
     variant, params = _chosen(args, "gpgpusim", problem, args.config)
     get_variant(variant).resolve(params)  # a mistake in a parameter before the message below
+    if args.sample is not None:
+        return _sim_sampled(args, variant, params, problem)
     if not args.json:
         where = f"in Docker image {args.docker}" if args.docker else "natively"
         print(f"simulating {variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
@@ -359,6 +369,41 @@ def cmd_sim(args) -> int:
         if key in ("run_dir", "log"):
             print(f"{key}: {path}")
     return _exit_code(result)
+
+
+def _sim_sampled(args, variant: str, params: dict, problem: Problem) -> int:
+    """simflow sim --sample: the estimate of the whole layer, each shown value with its bound."""
+    from . import api
+    from .sampling import SampleSpec
+
+    spec = SampleSpec.parse(args.sample)
+    if args.no_store:
+        raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
+    if not args.json:
+        where = f"in Docker image {args.docker}" if args.docker else "natively"
+        print(f"sampling {variant} on {problem.describe()} under {args.config} {where}: a one-image probe, then "
+              f"three batches of {spec} ...", file=sys.stderr)
+    result = api.sim(variant, problem, params=params, config=args.config, docker=args.docker, engine=args.engine,
+                     timeout_s=args.timeout, seed=args.seed, results=_results(args), sample=str(spec),
+                     jobs=args.jobs, quiet=args.json)
+    if args.json:
+        print(result.to_json())
+        return _exit_code(result)
+    _print_result(result, problem)
+    est = result.estimate
+    rows = []
+    for name in [n for n in _SIM_SHOWN if n in result.metrics]:
+        value, bound = result.metrics[name], result.bound(name)
+        rel = f"{100 * bound / abs(value):.2g} %" if value and not math.isnan(bound) else ""
+        rows.append({"metric": name, "estimate": f"{value:.6g}", "bound": "" if math.isnan(bound) else f"{bound:.3g}",
+                     "bound %": rel,
+                     "unit": result.units.get(name, "")})
+    print(_table(rows))
+    print(f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))} (probe: 1 image; a wave holds "
+          f"{est['wave_images']:.3g} images) of {problem.B}, {100 * est['fraction']:.3g} % of the images simulated, "
+          f"in {est['wall_s']:.0f} s")
+    print(f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})")
+    return 0
 
 
 def _sim_exec_args(p: argparse.ArgumentParser) -> None:
@@ -462,7 +507,7 @@ def cmd_runs(args) -> int:
         speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
         rows.append({"id": r.id, "variant": r.variant, "params": _params_text(r.params),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
-                     "status": r.status, "figure": speed})
+                     "status": r.status + (" (sampled estimate)" if r.sampled else ""), "figure": speed})
     print(_table(rows))
     return 0
 
@@ -489,6 +534,14 @@ def cmd_show(args) -> int:
           + (f"\nreason: {run.reason}" if run.reason else ""))
     print(f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}")
     rows = _metric_rows(run.metrics, run.units)
+    if run.sampled:
+        from .compare import estimate_text
+
+        print(f"ESTIMATE from sampled simulation ({estimate_text(run)}); probe {run.estimate['probe']}, samples "
+              f"{', '.join(run.estimate['runs'])}; each metric's bound is the absolute error expected")
+        for row in rows:
+            bound = run.bound(row["metric"])
+            row["bound"] = "" if math.isnan(bound) else f"{bound:.3g}"
     print(_table(rows))
     print("environment: " + ", ".join(f"{k}={v}" for k, v in run.environment.items()))
     for kind, path in run.artifacts.items():
@@ -530,6 +583,11 @@ def cmd_diff(args) -> int:
     title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
     if why:
         title += f"  [not comparable: {why}]"
+    from .compare import estimate_text
+
+    for side, run in (("A", a), ("B", b)):
+        if run.sampled:
+            title += f"\n{side} is an ESTIMATE from sampled simulation ({estimate_text(run)})"
     _emit(render(frame, args.format, title), args.output)
     worse = regressions(frame)
     if args.fail_on_regression and worse:
@@ -685,6 +743,8 @@ def cmd_sweep(args) -> int:
     from .sweep_file import load_sweep
 
     sweep = load_sweep(args.file)
+    if sweep.sample:
+        return _sweep_sampled(sweep, args)
     with _store(args) as store:
         if args.dry_run:
             planned = plan(sweep, store, args.retry_failed)
@@ -717,6 +777,38 @@ def cmd_sweep(args) -> int:
               "run(s) recorded; run the sweep again to resume", file=sys.stderr)
         return 130
     return 0 if not report.failed and not report.errors else 2
+
+
+def _sweep_sampled(sweep, args) -> int:
+    """A sweep file with `sample`: every job's layer estimated from sampled simulation."""
+    from .sampling import SampleSpec, run_sampled
+
+    if args.dry_run:
+        raise UserError("--dry-run cannot plan a sampled sweep: its sample batches come from each layer's probe run")
+    started = time.monotonic()
+    with _store(args) as store:
+        outcomes = run_sampled(sweep.jobs, store, SampleSpec.parse(sweep.sample), name=sweep.name,
+                               workers=args.workers, executor=args.executor, scheduler=args.scheduler,
+                               dask=sweep.dask, retry_failed=args.retry_failed, quiet=args.json)
+    wall = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"name": sweep.name, "sample": sweep.sample, "wall_s": round(wall, 3), "estimates": [
+            {"job": o.job.describe(), "run": o.result.run_id if o.result else None, "cached": o.cached,
+             "error": o.error, **({"gpu_sim_cycle": o.result.metrics.get("gpu_sim_cycle"),
+                                   "gpu_sim_cycle_bound": o.result.bound("gpu_sim_cycle"),
+                                   "fraction": o.result.estimate["fraction"]} if o.result else {})}
+            for o in outcomes]}, indent=2))
+    else:
+        done = [o for o in outcomes if o.result]
+        print(f"sweep {sweep.name} ({sweep.sample}): {len(done)} estimate(s) "
+              f"({sum(o.cached for o in done)} from the store), {len(outcomes) - len(done)} without; {wall:.1f} s")
+        for o in outcomes:
+            if o.result:
+                cycles, bound = o.result.metrics.get("gpu_sim_cycle", math.nan), o.result.bound("gpu_sim_cycle")
+                print(f"  {o.result.run_id}  {o.job.describe()}: {cycles:.6g} +/- {bound:.3g} cycles")
+            else:
+                print(f"  NO ESTIMATE  {o.job.describe()}: {o.error}")
+    return 0 if all(o.result for o in outcomes) else 2
 
 
 def _tune_args(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,20 @@ def comparable(a: StoredRun, b: StoredRun) -> str:
     return ""
 
 
+def estimate_text(run: StoredRun) -> str:
+    """How a sampled run's metrics were estimated, in one phrase (see simflow.sampling)."""
+    est = run.estimate
+    cycles, bound = _num(run.metrics.get("gpu_sim_cycle")), run.bound("gpu_sim_cycle")
+    rel = f"; cycles +/-{100 * bound / cycles:.2g} %" if cycles and not math.isnan(bound) else ""
+    return (f"{est['spec']}: batches {','.join(map(str, est['batches']))} of {run.problem.B}, "
+            f"{100 * est['fraction']:.3g} % of the images simulated{rel}")
+
+
+def _bound_pct(run: StoredRun, name: str, value: float) -> float:
+    bound = run.bound(name)
+    return 100 * bound / abs(value) if value and not math.isnan(value) and not math.isnan(bound) else math.nan
+
+
 def _num(value) -> float:
     return math.nan if value is None else float(value)
 
@@ -77,11 +91,18 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     else:
         names = [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] not in NOT_COMPARED]
     rows = [status]
+    sampled = a.sampled or b.sampled
     for name in names:
         va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
-        rows.append(_diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
-                              mark(name, va, vb, threshold)))
-    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+        row = _diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
+                        mark(name, va, vb, threshold))
+        if sampled:  # an estimate's value comes with its bound; a change inside the bounds is not shown as real
+            row.update({"A_bound_%": _bound_pct(a, name, va), "B_bound_%": _bound_pct(b, name, vb)})
+            bounds = sum(x.bound(name) for x in (a, b) if not math.isnan(x.bound(name)))
+            if row["mark"] in ("better", "worse") and abs(vb - va) <= bounds:
+                row["mark"] = "within bound"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, *(["A_bound_%", "B_bound_%"] if sampled else [])])
 
 
 def _status_mark(a: str, b: str) -> str:
@@ -293,6 +314,8 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
     rows = []
     for label, run in groups.items():
         row = {"group": label, "run": run.id, "status": run.status}
+        if any(r.sampled for r in groups.values()):  # an estimate says so, with its cycle bound
+            row["estimated"] = estimate_text(run) if run.sampled else "simulated whole"
         for m in names:
             value, ref_value = _num(run.metrics.get(m)), _num(ref.metrics.get(m))
             row[m] = value

@@ -19,7 +19,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from .compare import comparable, render
+from .compare import comparable, estimate_text, render
 from .errors import UserError
 from .gpgpusim_log import aggregate, stat_of
 from .store import StoredRun
@@ -143,6 +143,9 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
     for run in (a, b):
         if run.status != "passed":
             out.notes.append(f"run {run.id} did not pass ({run.status}: {run.reason})")
+        if run.sampled:
+            out.notes.append(f"run {run.id} is an ESTIMATE from sampled simulation ({estimate_text(run)}): a "
+                             "term smaller than its bound is within the estimate's error")
     if "upstream" in {a.environment.get("simulator_flavour"), b.environment.get("simulator_flavour")}:
         out.notes.append("upstream GPGPU-Sim prints gpgpu_n_shmem_bkconflict = 0; the memory-pipeline stall cycles "
                          "for bank conflicts (gpgpu_stall_shd_mem[s_mem][bk_conf]) count them on both builds")
@@ -267,6 +270,10 @@ EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "
             ("occupancy", "Occupancy"))
 
 
+def _finite(value: float):
+    return value if math.isfinite(value) else None
+
+
 def as_dict(out: Explanation) -> dict:
     def clean(line: Line) -> dict:
         row = asdict(line)
@@ -277,7 +284,10 @@ def as_dict(out: Explanation) -> dict:
             "backend": out.b.backend, "config": out.b.config,
             "simulator": out.b.environment.get("simulator_flavour", ""),
             "cycles": {"a": out.cycles[0], "b": out.cycles[1], "delta": out.delta,
-                       "launch_latency": list(out.launch_latency)},
+                       "launch_latency": list(out.launch_latency),
+                       "bound": {"a": _finite(out.a.bound("gpu_sim_cycle")),
+                                 "b": _finite(out.b.bound("gpu_sim_cycle"))}},
+            "sampled": {"a": out.a.estimate or None, "b": out.b.estimate or None},
             "cycles_as_instructions_over_ipc": [clean(line) for line in out.terms("cycles")],
             "issue_slots": [clean(line) for line in out.terms("slots")],
             "evidence": {s: [clean(line) for line in out.evidence(s)] for s, _ in EVIDENCE},

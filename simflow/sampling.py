@@ -1,26 +1,82 @@
-"""Whole-layer estimates from simulations of a few small batches.
+"""Sampled simulation: a whole layer's simulator stats estimated from a few small batches of it.
 
-Every kernel of a convolution launches a number of thread blocks that grows linearly with the batch
-(plus, for some, a part that does not: the weight transforms), and the blocks of one kernel do the same
-work on different data. So a count that adds up over blocks (instructions, cache accesses and misses,
-DRAM traffic) is an exact linear function of the batch, and once the SMs are full the cycles grow by
-the same amount per wave of blocks. Simulating batches b1 < b2 < b3 of whole waves and fitting
-v(b) = v(b3) + s (b - b3), with the slope s of the last two points, estimates v at the real batch B; the
-slope of the first two points, against the last two, says how far from linear the layer still is,
-and that difference carried to B, plus half a wave of cycles (the last wave of B may be part full),
-is the error bound. Rates (IPC, miss rates) are recomputed from the estimated counts.
+A convolution's thread blocks do the same work on different data, and every kernel of a variant launches
+a number of blocks that grows linearly with the batch (plus, for some, a part that does not: the weight
+transforms). So simulating the first images of the real launch, a few whole waves of blocks, tells how
+the layer behaves once the SMs are full:
+
+1. a probe simulates one image, to learn from the simulator how many images fill the SMs once (SMs x the
+   CTAs per SM it allows, over one image's CTAs, for the kernel with the most cycles);
+2. three batches b1 < b2 < b3 of about w1, w2, w3 waves (the spec, default 1,2,3) are simulated, in
+   parallel (local workers, Dask or Slurm, through the sweep engine and its cache). Each is rounded down
+   to whole images: an SM runs its resident blocks in step, so a last wave part full costs about its share
+   of a wave, but a handful of blocks just past a whole wave run alone at low occupancy and cost most of a
+   wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
+   6 and 19 images);
+3. a count that adds up over blocks (cycles, instructions, cache accesses and misses, DRAM traffic, issue
+   slots ...) is extrapolated to the real batch B along the slope of the last two samples,
+   v(B) = v(b3) + s23 (B - b3); the first two samples' slope, against that one, says how far from linear
+   the layer still is, and that difference carried to B (plus half a wave of cycles: B's last wave may be
+   part full) is the error bound. Rates are recomputed from the estimated counts (IPC, miss rates); other
+   values that do not add up (occupancy, latencies, port use) are the largest sample's, the steady state,
+   bounded by how much they moved between the last two samples.
+
+What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
+al., 2023) sample within a kernel at thread-block granularity and extrapolate from a steady-state
+interval; principal kernel analysis (Baddouh et al., 2021) stops a kernel once its IPC has converged and
+projects the rest. A convolution is the easy case for all three: its blocks are homogeneous (no
+data-dependent control flow), so simflow does not need their clustering of block signatures, and the
+batch is the launch's outermost dimension, so the first b images are exactly the first blocks of the real
+grid. The one thing the batch does change is the memory footprint: a real batch whose data outgrows the
+L2 misses more per image than the samples, where it all fits (benchmarks/sampling.py measures this).
 """
 
 from __future__ import annotations
 
+import csv
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-# Counts that add up over thread blocks, so grow linearly with the batch.
-LINEAR = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount", "L1D_total_cache_accesses",
-          "L1D_total_cache_misses", "L2_total_cache_accesses", "L2_total_cache_misses", "total dram reads",
-          "total dram writes", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict", "gpgpu_n_load_insn",
-          "gpgpu_n_store_insn", "gpu_tot_issued_cta")
+from .errors import UserError
+from .gpgpusim_log import _RATIOS as MISS_RATES
+from .gpgpusim_log import stat_of
+from .jobs import Job
+from .metrics import CHECK_BETTER
+from .results import RunResult
+from .run_folders import keep_result, new_run_folder, write_json
+
+DEFAULT_SPEC = "1,2,3"
+METHOD = 2  # kept in each estimate: one made by another method is made again, not answered from the store
+# Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
+_PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
+# Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
+_COST = {"sim_wall_s", "job_wall_s", "gpgpu_simulation_time"}
+_DROPPED = {"gpgpu_simulation_rate_insn", "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown"}
+_IPC = {"gpu_ipc": ("gpu_sim_insn", "gpu_sim_cycle"), "gpu_tot_ipc": ("gpu_tot_sim_insn", "gpu_tot_sim_cycle")}
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    """How much to simulate: three sample batches of about `waves` waves each."""
+
+    waves: tuple[float, float, float]
+
+    @classmethod
+    def parse(cls, text: str | None) -> SampleSpec:
+        text = (text or DEFAULT_SPEC).strip().removeprefix("waves=")
+        try:
+            waves = tuple(float(w) for w in text.split(","))
+        except ValueError:
+            waves = ()
+        if len(waves) != 3 or not 0 < waves[0] < waves[1] < waves[2]:
+            raise UserError(f"sample spec {text!r}: give three increasing wave counts, e.g. --sample 1,2,3 "
+                            f"(the default) or --sample 2,3,4")
+        return cls(waves)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return "waves=" + ",".join(f"{w:g}" for w in self.waves)
 
 
 @dataclass(frozen=True)
@@ -33,25 +89,253 @@ class Estimate:
         return self.bound / abs(self.value) if self.value else math.inf
 
 
-def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int, wave_images: float) -> dict[str, Estimate]:
-    """Estimates at `batch` from (batch, metrics) of three sampled batches, smallest first, each a whole
-    number of waves (`wave_images` images fill the SMs once)."""
+def _kernel_groups(result: RunResult) -> dict[str, dict[str, float]]:
+    """Per-kernel metrics, a single kernel's under its own name."""
+    groups = result.split_metrics()
+    if len(result.kernels) == 1:
+        return {result.kernels[0]: groups.get("", {})}
+    return {k: v for k, v in groups.items() if k}
+
+
+def wave_images(probe: RunResult) -> dict[str, float]:
+    """Per kernel, how many images fill the simulated SMs once, from a one-image run."""
+    sms = probe.metrics.get("simulated_sms")
+    if not sms:
+        raise UserError(f"run {probe.run_id} does not say how many SMs it simulated; sample with a simulator "
+                        "run made by this simflow")
+    out = {}
+    for kernel, metrics in _kernel_groups(probe).items():
+        ctas, per_sm = metrics.get("gpu_tot_issued_cta"), metrics.get("cta_per_core")
+        if ctas and per_sm:
+            out[kernel] = sms * per_sm / ctas
+    if not out:
+        raise UserError(f"run {probe.run_id} has no CTA counts to size a wave from")
+    return out
+
+
+def sample_batches(probe: RunResult, spec: SampleSpec, batch: int) -> tuple[list[int], float]:
+    """The sample batches for the real `batch`, and the images a wave holds for the kernel with the most
+    cycles (the one the samples are sized for)."""
+    waves = wave_images(probe)
+    groups = _kernel_groups(probe)
+    main = max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
+    batches: list[int] = []
+    for w in spec.waves:  # whole images, rounded down: a wave part full is linear, a few blocks past one are not
+        batches.append(max(math.floor(w * waves[main] + 1e-9), batches[-1] + 1 if batches else 1))
+    if batches[-1] >= batch:
+        raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, batches))} images for "
+                        f"{spec}; a wave of {main} holds {waves[main]:.3g} images): simulate it whole (drop --sample) "
+                        "or sample fewer waves")
+    return batches, waves[main]
+
+
+def _is_count(name: str) -> bool:
+    base = name.split(".", 1)[-1]
+    stat = stat_of(base)
+    return base in _PER_KERNEL_COUNTS or (stat is not None and stat.kind == "cumulative")
+
+
+MIN_STEADY_WAVES = 2.5  # a sample needs its first wave and its last, and half a wave between them
+
+
+def steady_cpi(intervals: list[dict], kernel: str, waves: float) -> float | None:
+    """Cycles per thread instruction of `kernel` in a sample's steady state: over the instructions past
+    its first wave and before its last, from the simulator's progress samples (intervals.csv rows). None
+    when the sample holds under MIN_STEADY_WAVES waves of the kernel or has no progress samples."""
+    rows = [r for r in intervals if r["kernel"] == kernel and not math.isnan(float(r["ipc"]))]
+    if waves < MIN_STEADY_WAVES or not rows:
+        return None
+    done, points = 0.0, [(float(rows[0]["cycle_start"]), 0.0)]
+    for r in rows:
+        done += (float(r["cycle_end"]) - float(r["cycle_start"])) * float(r["ipc"])
+        points.append((float(r["cycle_end"]), done))
+    lo, hi = done / waves, done * (waves - 1) / waves
+    start = next(p for p in points if p[1] >= lo)
+    end = next(p for p in points if p[1] >= hi)
+    if end[1] <= start[1]:
+        return None
+    return (end[0] - start[0]) / (end[1] - start[1])
+
+
+def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
+                wave_images: float | dict[str, float], steady: dict[str, float] | None = None) -> dict[str, Estimate]:
+    """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
+    `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
+    `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
+    (steady_cpi); a kernel's cycles then grow at that rate, with a bound from how far the slope across
+    the samples is from it, else along the samples' slope."""
     if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= batch:
         raise ValueError("three sampled batches, increasing, none above the real batch")
     (b1, m1), (b2, m2), (b3, m3) = points
-    out = {}
-    for name in LINEAR:
-        if not all(name in m for m in (m1, m2, m3)):
+    out: dict[str, Estimate] = {}
+
+    def kernel_of(name: str) -> str:
+        if "." in name:
+            return name.split(".", 1)[0]
+        return next(iter(wave_images)) if isinstance(wave_images, dict) and len(wave_images) == 1 else ""
+
+    def wave_of(name: str) -> float:
+        return wave_images.get(kernel_of(name), 0.0) if isinstance(wave_images, dict) else wave_images
+
+    for name, v3 in m3.items():
+        if name not in m1 or name not in m2 or any(isinstance(m[name], str) or math.isnan(m[name])
+                                                   for m in (m1, m2, m3)):
             continue
-        s12 = (m2[name] - m1[name]) / (b2 - b1)
-        s23 = (m3[name] - m2[name]) / (b3 - b2)
-        value = m3[name] + s23 * (batch - b3)
-        bound = abs(s23 - s12) * (batch - b3)
-        if name == "gpu_sim_cycle":
-            bound += 0.5 * abs(s23) * wave_images  # the real batch's last wave may be part full
-        out[name] = Estimate(value, bound)
-    cycles, insn = out.get("gpu_sim_cycle"), out.get("gpu_sim_insn")
-    if cycles and insn and cycles.value > 0:
-        ipc = insn.value / cycles.value
-        out["gpu_ipc"] = Estimate(ipc, ipc * (insn.relative_bound + cycles.relative_bound))
+        base = name.split(".", 1)[-1]
+        if base in _DROPPED or base in CHECK_BETTER or base in MISS_RATES or base in _IPC:
+            continue
+        if base in _COST:
+            out[name] = Estimate(m1[name] + m2[name] + v3, 0.0)
+        elif _is_count(name):
+            s12 = (m2[name] - m1[name]) / (b2 - b1)
+            s23 = (v3 - m2[name]) / (b3 - b2)
+            bound = abs(s23 - s12) * (batch - b3)
+            cpi = (steady or {}).get(kernel_of(name))
+            insn = name[: -len(base)] + "gpu_sim_insn"
+            if base == "gpu_sim_cycle" and cpi and insn in m3:
+                # the steady rate, checked against the slope over the widest span of the samples
+                s23 = cpi * (m3[insn] - m2[insn]) / (b3 - b2)
+                bound = abs(s23 - (v3 - m1[name]) / (b3 - b1)) * (batch - b3)
+            if base == "gpu_sim_cycle":
+                bound += 0.5 * abs(s23) * wave_of(name)  # the real batch's last wave may be part full
+            out[name] = Estimate(v3 + s23 * (batch - b3), bound)
+        else:  # steady state: the largest sample's, bounded by its last move
+            out[name] = Estimate(v3, abs(v3 - m2[name]))
+    # A run of several kernels: its total cycles are its kernels', each estimated on its own.
+    kernel_cycles = [e for n, e in out.items() if n.endswith(".gpu_sim_cycle")]
+    if kernel_cycles and "gpu_sim_cycle" in out:
+        out["gpu_sim_cycle"] = Estimate(sum(e.value for e in kernel_cycles), sum(e.bound for e in kernel_cycles))
+    for prefix in {n.split(".", 1)[0] + "." if "." in n else "" for n in out}:
+        if prefix + "gpu_tot_sim_cycle" in out and prefix + "gpu_sim_cycle" in out:  # the same cycles, differenced
+            out[prefix + "gpu_tot_sim_cycle"] = out[prefix + "gpu_sim_cycle"]
+        for rate, (num, den) in {**_IPC, **MISS_RATES}.items():
+            top, bottom = out.get(prefix + num), out.get(prefix + den)
+            if top and bottom and bottom.value > 0:
+                value = top.value / bottom.value
+                out[prefix + rate] = Estimate(value, value * (top.relative_bound + bottom.relative_bound))
     return out
+
+
+@dataclass
+class SampledOutcome:
+    """One layer's sampled simulation: the stored estimate, or why there is none."""
+
+    job: Job  # the real layer
+    result: RunResult | None = None
+    error: str = ""
+    cached: bool = False  # the estimate was stored already (same kernel, problem, config and spec)
+
+
+def at_batch(job: Job, batch: int) -> Job:
+    return replace(job, problem=job.problem.with_batch(batch))
+
+
+def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
+                    wall_s: float = 0.0) -> RunResult:
+    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound."""
+    batch = job.problem.B
+    waves = wave_images(probe)
+    last = samples[-1]
+    steady = {}
+    if last.artifacts.get("intervals") and Path(last.artifacts["intervals"]).is_file():
+        with open(last.artifacts["intervals"], newline="") as f:
+            rows = list(csv.DictReader(f))
+        for kernel, wave in waves.items():
+            cpi = steady_cpi(rows, kernel, last.problem.B / wave)
+            if cpi:
+                steady[kernel] = cpi
+    estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady)
+    result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                       problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed,
+                       environment=dict(last.environment), kernels=list(last.kernels),
+                       units={k: v for s in samples for k, v in s.units.items()})
+    for name, e in estimates.items():
+        result.metrics[name] = e.value
+    for name in last.metrics:  # the samples' own checks: the worst of them
+        if name.split(".", 1)[-1] in CHECK_BETTER:
+            values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
+            result.metrics[name] = (sum if name.endswith("checked_elements") else max)(values) if values else math.nan
+    main = max(waves, key=lambda k: _kernel_groups(probe)[k].get("gpu_sim_cycle", 0))
+    result.estimate = {
+        "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
+        "wave_images": round(waves[main], 4),
+        "steady_cycles_per_insn": steady,  # kernels whose cycles grow at the largest sample's steady rate
+        "fraction": (probe.problem.B + sum(s.problem.B for s in samples)) / batch,
+        "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
+        "bounds": {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}}
+    result.run_id, folder = new_run_folder(job.variant, results)
+    write_json(folder / "job.json", {**job.as_dict(), "sample": str(spec)})
+    result.artifacts = {"run_dir": str(folder)}
+    keep_result(result, folder)
+    return result
+
+
+def _stored(store, job: Job):
+    """The stored run that answers `job` (the newest, passed or not), or None."""
+    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
+    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
+
+
+def _failed(run, job: Job, what: str) -> str:
+    if run is None:
+        return f"its {what} ({job.describe()}, batch {job.problem.B}) could not run; see the sweep's errors above"
+    first = run.reason.splitlines()[0] if run.reason else ""
+    return f"its {what} (batch {run.problem.B}, run {run.run_id}) {run.status}: {first}"
+
+
+def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sampled", workers: int | None = None,
+                executor: str = "local", scheduler: str | None = None, dask: dict | None = None,
+                retry_failed: bool = False, quiet: bool = False) -> list[SampledOutcome]:
+    """Sampled simulations of the jobs' layers: their probes, then all their samples, each set run as a
+    sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
+    from .sweep import run_sweep
+    from .sweep_file import Sweep
+
+    started = time.monotonic()
+    outcomes = {job: SampledOutcome(job) for job in jobs}
+    todo = []
+    for job in jobs:
+        if job.backend != "gpgpusim":
+            raise UserError(f"sampling is for the simulator: {job.describe()} runs on {job.backend}; "
+                            "use backend gpgpusim, or drop the sample spec")
+        try:
+            fingerprint = job.kernel().fingerprint()
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+            continue
+        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=False,
+                              sample=str(spec))
+        stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
+        if stored and stored.estimate.get("method") == METHOD:
+            outcomes[job] = SampledOutcome(job, stored, cached=True)
+        else:
+            todo.append(job)
+
+    def sweep(part: str, part_jobs: list[Job]) -> None:
+        if part_jobs:
+            run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
+                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet)
+
+    sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
+    plans = {}
+    for job in todo:
+        probe = _stored(store, at_batch(job, 1))
+        if probe is None or not probe.passed:
+            outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
+            continue
+        try:
+            plans[job] = (probe, sample_batches(probe, spec, job.problem.B)[0])
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+    samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
+    sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    for job, (probe, batches) in plans.items():
+        runs = [_stored(store, at_batch(job, b)) for b in batches]
+        bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
+        if bad:
+            outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
+            continue
+        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started)
+        store.add(result)
+        outcomes[job].result = result
+    return [outcomes[job] for job in jobs]

@@ -6,6 +6,7 @@
     problems = ["batch3x3", {preset = "fmnist-conv1", batch = 1}]   # presets, shapes "B,C,M,H,W,K[,pad[,stride]]",
                                                                     # or tables {preset|shape, batch, name}
     suite = "resnet50"                 # and/or every layer of a suite (simflow problems --suite NAME)
+    sample = "1,2,3"                   # optional: estimate each layer from sampled simulation (simflow sim --sample)
     seed = 0
     [[variants]]
     name = "shared"
@@ -35,7 +36,7 @@ from .variants import VARIANTS, get_variant
 TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "suite": "suite name(s)",
             "batch": "int",
             "seed": "int", "repeats": "int", "warmup": "int", "timeout": "seconds", "docker": "image",
-            "variants": "[[variants]] tables", "dask": "[dask] table"}
+            "variants": "[[variants]] tables", "dask": "[dask] table", "sample": "wave counts \"W1,W2,W3\""}
 DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives",
              "interface", "log_directory")
 
@@ -48,6 +49,7 @@ class Sweep:
     dask: dict = field(default_factory=dict)
     path: str = ""
     lines: dict = field(default_factory=dict)  # job key -> line of its [[variants]] table in the file
+    sample: str = ""  # a sample spec (simflow.sampling): each job's layer is estimated from sampled simulation
 
     def where(self, job: Job) -> str:
         return f"{self.path}:{self.lines.get(job.key, 1)}"
@@ -146,6 +148,19 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
             options["timeout_s" if key == "timeout" else key] = data[key]
     if "docker" in data:
         options["docker_image"] = str(data["docker"])
+    sample = ""
+    if "sample" in data:
+        from .sampling import SampleSpec
+
+        if data["sample"] is not True and not isinstance(data["sample"], str):
+            raise fail(_line(text, "sample"), f'sample takes "W1,W2,W3" waves or true (1,2,3), got {data["sample"]!r}')
+        try:
+            sample = str(SampleSpec.parse(None if data["sample"] is True else data["sample"]))
+        except UserError as exc:
+            raise fail(_line(text, "sample"), str(exc)) from None
+        if backends != ["gpgpusim"]:
+            raise fail(_line(text, "sample"), f"sample is for the simulator; set backends = [\"gpgpusim\"] "
+                                              f"(got {backends})")
     dask = data.get("dask", {})
     for key in dask:
         if key not in DASK_KEYS:
@@ -196,4 +211,4 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
         raise UserError(f"{path}: the sweep expands to no job ({', '.join(empty) or 'nothing to combine'} "
                         "is an empty list)")
     return Sweep(name=str(data.get("name", path.stem)), jobs=jobs, duplicates=duplicates, dask=dask,
-                 path=str(path), lines=lines)
+                 path=str(path), lines=lines, sample=sample)

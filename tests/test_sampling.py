@@ -1,9 +1,26 @@
-"""simflow.sampling: the linear estimate from three sampled batches and its bound (the simulator's side is
-validated by benchmarks/sampling.py)."""
+"""simflow.sampling: the linear estimate from three sampled batches and its bound, sampled records in the
+store and in diff/compare/explain; with the simulator, an estimate against the whole simulation (the wider
+validation is benchmarks/sampling.py)."""
+
+import dataclasses
+import json
+import math
+from pathlib import Path
 
 import pytest
+from hardware import requires_gpgpusim
+from runs import PROBLEM
+from test_cli import simflow
 
-from simflow.sampling import extrapolate
+from simflow.compare import comparison
+from simflow.compare import diff as diff_runs
+from simflow.errors import UserError
+from simflow.explain import as_dict, explain
+from simflow.jobs import Job
+from simflow.results import RunResult
+from simflow.sampling import SampleSpec, estimate_result, extrapolate, sample_batches, steady_cpi
+from simflow.store import Store, StoredRun
+from simflow.sweep_file import load_sweep
 
 
 def _metrics(batch: int, wave_cycles: float = 1000.0, fill: float = 0.0) -> dict:
@@ -39,3 +56,205 @@ def test_samples_must_be_three_increasing_batches_under_the_real_one():
         extrapolate([(8, _metrics(8)), (4, _metrics(4)), (12, _metrics(12))], 100, 4)
     with pytest.raises(ValueError, match="three sampled batches"):
         extrapolate([(4, _metrics(4)), (8, _metrics(8)), (12, _metrics(12))], 10, 4)
+
+
+# ---- every metric of a run, the records, the store and the commands that show estimates --------------
+
+
+JOB = Job.make("global", {}, PROBLEM.with_batch(400), "gpgpusim", config="SM7_QV100_small")
+
+
+def _run(batch: int, run_id: str, kernels=("conv2d_global",), per_image_ctas: int = 4, fill: float = 0.0) -> RunResult:
+    """A simulator record as the backend makes it (test data: a model layer of 4 CTAs an image, 8 SMs of 8
+    CTAs, so 16 images a wave; 1000 cycles a wave after a 5000-cycle launch)."""
+    run = RunResult(status="passed", backend="gpgpusim", variant="global", params=dict(JOB.params),
+                    problem=PROBLEM.with_batch(batch), fingerprint="f", kernels=list(kernels), run_id=run_id,
+                    environment={"config": "SM7_QV100_small", "config_key": "k"})
+    run.add("simulated_sms", 8)
+    for kernel in kernels:
+        p = f"{kernel}." if len(kernels) > 1 else ""
+        run.add(p + "gpu_sim_cycle", 5000 + 1000 * batch / 16 + fill, "cycles")
+        run.add(p + "gpu_sim_insn", 3000.0 * batch)
+        run.add(p + "gpu_tot_issued_cta", per_image_ctas * batch)
+        run.add(p + "cta_per_core", 8)
+        run.add(p + "L1D_total_cache_accesses", 10.0 * batch)
+        run.add(p + "L1D_total_cache_misses", 2.0 * batch + 50)
+        run.add(p + "L1D_total_cache_miss_rate", 0.0)  # recomputed from the counts, never carried
+        run.add(p + "gpu_occupancy", 90.0 + batch / 100)  # a rate: the largest sample's
+        run.add(p + "averagemflatency", 200.0)
+        run.add(p + "gpu_ipc", 0.0)
+    run.add("sim_wall_s", 1.0 * batch)
+    run.add("max_scaled_error", 1e-7 * batch)
+    return run
+
+
+def test_every_metric_is_estimated_by_its_kind():
+    points = [(b, _run(b, str(b)).metrics) for b in (16, 32, 48)]
+    est = extrapolate(points, 400, 16)
+    assert est["gpu_sim_cycle"].value == 5000 + 1000 * 25 and est["gpu_sim_cycle"].bound == 500
+    assert est["L1D_total_cache_misses"].value == 850 and est["L1D_total_cache_misses"].bound == 0
+    assert est["L1D_total_cache_miss_rate"].value == pytest.approx(850 / 4000)  # from the estimated counts
+    assert est["gpu_ipc"].value == pytest.approx(1_200_000 / 30000)
+    assert est["gpu_occupancy"].value == pytest.approx(90.48) and est["gpu_occupancy"].bound == pytest.approx(0.16)
+    assert est["averagemflatency"] == (200.0, 0.0) or est["averagemflatency"].value == 200.0
+    assert est["sim_wall_s"].value == 96  # what the samples cost, added up
+    assert "max_scaled_error" not in est  # the checks are the samples' own, not estimated
+
+
+def test_several_kernels_each_get_their_wave_and_the_total_bound_adds_them_up():
+    kernels = ("k_a", "k_b")
+    points = []
+    for b in (16, 32, 48):
+        run = _run(b, str(b), kernels)
+        run.add("gpu_sim_cycle", sum(run.metrics[f"{k}.gpu_sim_cycle"] for k in kernels))
+        points.append((b, run.metrics))
+    est = extrapolate(points, 400, {"k_a": 16, "k_b": 8})
+    assert est["k_a.gpu_sim_cycle"].bound == 500 and est["k_b.gpu_sim_cycle"].bound == 250
+    assert est["gpu_sim_cycle"].bound == 750 and est["gpu_sim_cycle"].value == 2 * 30000
+    assert est["k_b.L1D_total_cache_miss_rate"].value == pytest.approx(850 / 4000)
+
+
+def test_the_spec_is_three_increasing_wave_counts():
+    assert str(SampleSpec.parse(None)) == "waves=1,2,3" and SampleSpec.parse("waves=2,3,4").waves == (2, 3, 4)
+    assert SampleSpec.parse("0.5,1,1.5").waves == (0.5, 1, 1.5)
+    for bad in ("1,2", "3,2,1", "a,b,c", "0,1,2"):
+        with pytest.raises(UserError, match="three increasing wave counts, e.g. --sample 1,2,3"):
+            SampleSpec.parse(bad)
+
+
+def test_sample_batches_fill_whole_waves_of_the_longest_kernel_and_refuse_a_small_batch():
+    probe = _run(1, "probe")
+    assert sample_batches(probe, SampleSpec.parse("1,2,3"), 400) == ([16, 32, 48], 16)
+    assert sample_batches(probe, SampleSpec.parse("0.01,0.02,0.03"), 400)[0] == [1, 2, 3]  # at least an image more
+    with pytest.raises(UserError, match=r"batch 48 is no larger than the samples .* \(drop --sample\)"):
+        sample_batches(probe, SampleSpec.parse("1,2,3"), 48)
+    two = _run(1, "probe", ("k_a", "k_b"))
+    two.add("k_b.gpu_sim_cycle", 99999)  # the longest kernel sizes the samples: 64 CTAs a wave, 2 an image
+    two.add("k_b.gpu_tot_issued_cta", 2)
+    assert sample_batches(two, SampleSpec.parse("1,2,3"), 400) == ([32, 64, 96], 32)
+
+
+def _estimate(tmp_path):
+    probe, samples = _run(1, "probe"), [_run(b, f"s{b}") for b in (16, 32, 48)]
+    return estimate_result(JOB, probe, samples, SampleSpec.parse("1,2,3"), tmp_path, wall_s=12.5)
+
+
+def test_the_estimate_is_a_record_marked_sampled_that_the_store_keeps_apart_from_whole_runs(tmp_path):
+    est = _estimate(tmp_path)
+    assert est.sampled and est.problem.B == 400 and est.status == "passed"
+    assert est.estimate["batches"] == [16, 32, 48] and est.estimate["fraction"] == pytest.approx(97 / 400)
+    assert est.estimate["runs"] == ["s16", "s32", "s48"] and est.estimate["probe"] == "probe"
+    assert est.bound("gpu_sim_cycle") == 500 and math.isnan(est.bound("max_scaled_error"))
+    assert est.metrics["max_scaled_error"] == pytest.approx(4.8e-6)  # the worst sample's check
+    assert (Path(est.artifacts["run_dir"]) / "result.json").is_file()
+    whole = dataclasses.replace(est, run_id="whole", estimate={}, created="")
+    with Store(tmp_path) as store:
+        store.add(est)
+        key = (est.fingerprint, est.problem, "gpgpusim", "k")
+        assert store.cached(*key) is None  # an estimate never answers for a whole simulation
+        assert store.cached(*key, sample="waves=1,2,3") == est.run_id
+        assert store.cached(*key, sample="waves=2,3,4") is None
+        store.add(whole)
+        assert store.cached(*key) == "whole"
+        back = {r.run_id: r for r in store.runs()}
+    assert back[est.run_id].estimate == est.estimate and back["whole"].estimate == {}
+
+
+def test_diff_compare_and_explain_say_which_values_are_estimates(tmp_path):
+    est = StoredRun(**{f.name: getattr(_estimate(tmp_path), f.name) for f in dataclasses.fields(RunResult)},
+                    config="SM7_QV100_small", config_key="k")
+    whole = dataclasses.replace(est, run_id="whole", estimate={}, created="")
+    whole.metrics = {**est.metrics, "gpu_sim_cycle": est.metrics["gpu_sim_cycle"] + 400,
+                     "L1D_total_cache_misses": 2000.0}
+    frame = diff_runs(whole, est).set_index("metric")
+    assert frame.loc["gpu_sim_cycle", "B_bound_%"] == pytest.approx(100 * 500 / 30000)
+    assert math.isnan(frame.loc["gpu_sim_cycle", "A_bound_%"])
+    assert frame.loc["gpu_sim_cycle", "mark"] == "same"  # 1.3 %: under the threshold
+    assert frame.loc["L1D_total_cache_misses", "mark"] == "better"  # 850 vs 2000, outside a bound of 0
+    est.estimate["bounds"]["L1D_total_cache_misses"] = 2000
+    assert diff_runs(whole, est).set_index("metric").loc["L1D_total_cache_misses", "mark"] == "within bound"
+    assert "A_bound_%" not in diff_runs(whole, whole).columns  # whole runs: the table is as before
+    table = comparison([whole, dataclasses.replace(est, params={**est.params, "tile": 8})],
+                       ["variant", "tile"]).tables[0]
+    assert list(table.frame["estimated"]) == ["waves=1,2,3: batches 16,32,48 of 400, 24.2 % of the images "
+                                              "simulated; cycles +/-1.7 %", "simulated whole"]
+    whole.metrics.update({"gpu_sim_insn": est.metrics["gpu_sim_insn"]})
+    out = as_dict(explain(whole, est))
+    assert out["cycles"]["bound"] == {"a": None, "b": 500} and out["sampled"]["b"]["spec"] == "waves=1,2,3"
+    assert any("is an ESTIMATE from sampled simulation" in n for n in out["notes"])
+
+
+def test_sample_spec_and_store_mistakes_are_refused_by_the_command_before_any_simulation(tmp_path):
+    proc = simflow("sim", "global", "--sample", "3,2,1", "--results", str(tmp_path))
+    assert proc.returncode == 1 and "three increasing wave counts" in proc.stderr
+    proc = simflow("sim", "global", "--sample", "--no-store", "--results", str(tmp_path))
+    assert proc.returncode == 1 and "drop --no-store" in proc.stderr
+
+
+def test_a_sweep_file_takes_a_sample_spec_for_the_simulator_only(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('sample = "2,3,4"\nproblems = ["batch3x3"]\n[[variants]]\nname = "global"\n')
+    assert load_sweep(path).sample == "waves=2,3,4"
+    path.write_text('sample = true\n[[variants]]\nname = "global"\n')
+    assert load_sweep(path).sample == "waves=1,2,3"
+    path.write_text('backends = ["gpu"]\nsample = "1,2,3"\n[[variants]]\nname = "global"\n')
+    with pytest.raises(UserError, match=r"s.toml:2: sample is for the simulator"):
+        load_sweep(path)
+    path.write_text('sample = "1,1,1"\n[[variants]]\nname = "global"\n')
+    with pytest.raises(UserError, match=r"s.toml:1: sample spec"):
+        load_sweep(path)
+
+
+@pytest.mark.gpgpusim
+@requires_gpgpusim
+def test_a_sampled_simulation_estimates_the_whole_layer_within_its_bound(tmp_path):
+    """The real simulator: a 12.5-wave layer (SM7_QV100_small, 16 images a wave) from samples of 1, 2 and 3
+    waves, against simulating it whole; then the same command again is answered by the store."""
+    args = ("sim", "global", "--shape", "200,1,4,16,16,3,1", "-c", "SM7_QV100_small", "--results", str(tmp_path),
+            "--json")
+    proc = simflow(*args, "--sample")
+    assert proc.returncode == 0, proc.stderr
+    est = json.loads(proc.stdout)
+    assert est["estimate"]["batches"] == [16, 32, 48] and est["problem"]["B"] == 200
+    whole = json.loads(simflow(*args).stdout)
+    assert whole["estimate"] == {}
+    for name in ("gpu_sim_cycle", "gpu_sim_insn", "L1D_total_cache_accesses", "gpu_tot_issued_cta"):
+        error = abs(est["metrics"][name] - whole["metrics"][name])
+        assert error <= est["estimate"]["bounds"][name] + 1e-9 * whole["metrics"][name], name
+    assert est["metrics"]["gpu_sim_insn"] == whole["metrics"]["gpu_sim_insn"]  # blocks do the same work
+    assert abs(est["metrics"]["gpu_sim_cycle"] / whole["metrics"]["gpu_sim_cycle"] - 1) < 0.05
+    again = simflow(*args, "--sample")
+    assert json.loads(again.stdout)["run_id"] == est["run_id"]  # the stored estimate, nothing simulated
+    with Store(tmp_path) as store:
+        runs = store.runs()
+    assert len(runs) == 6 and sum(r.sampled for r in runs) == 1  # probe, 3 samples, the estimate, the whole run
+
+
+def _intervals(kernel: str, waves: int, wave_cycles: int = 1000, wave_insn: float = 4.0e6) -> list[dict]:
+    """Progress samples every 100 cycles of a layer whose first wave starts slowly (half the IPC for its
+    first half) and whose waves then run at a steady IPC (test data: chosen, not measured)."""
+    rows, cycle = [], 0
+    steady = wave_insn / wave_cycles
+    for w in range(waves):
+        for _ in range(wave_cycles // 100):
+            ipc = steady / 2 if w == 0 and cycle < wave_cycles / 2 else steady
+            rows.append({"kernel": kernel, "cycle_start": str(cycle), "cycle_end": str(cycle + 100), "ipc": str(ipc)})
+            cycle += 100
+    return rows
+
+
+def test_the_steady_rate_is_read_past_the_first_wave_and_before_the_last():
+    rows = _intervals("k", waves=3) + _intervals("other", waves=3, wave_cycles=300)
+    assert steady_cpi(rows, "k", waves=3) == pytest.approx(1000 / 4.0e6)  # the ramp is left out
+    assert steady_cpi(rows, "k", waves=2.4) is None  # too few waves for a window between first and last
+    assert steady_cpi(rows, "missing", waves=3) is None
+
+
+def test_cycles_grow_at_the_steady_rate_with_a_bound_from_the_widest_slope():
+    points = [(b, _run(b, str(b)).metrics) for b in (16, 32, 48)]
+    cpi = 1000 / 16 / 3000  # the model layer: 1000 cycles a wave of 16 images, 3000 insn an image
+    est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": cpi})["gpu_sim_cycle"]
+    assert est.value == pytest.approx(30000) and est.bound == pytest.approx(500)  # rate = slopes: half a wave
+    est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": 1.1 * cpi})["gpu_sim_cycle"]
+    assert est.value == pytest.approx(5000 + 3000 + 1.1 * 62.5 * 352)  # v(48) + the steady rate to 400
+    assert est.bound == pytest.approx(0.1 * 62.5 * 352 + 0.5 * 1.1 * 1000)  # vs the slope over 16..48

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slurm, pytest.mark.gpgpusim, requires_gpgpusim]  # conftest skips without Slurm
 
-SWEEP = REAL + """
+DASK = """
 [dask]
 cores = 1
 memory = "2GB"
@@ -32,6 +32,7 @@ interface = "lo"
 jobs = {jobs}
 log_directory = "{logs}"
 """
+SWEEP = REAL + DASK
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +69,44 @@ def test_a_sweep_runs_through_slurm_workers_with_one_and_two_jobs(slurm, tmp_pat
     print(f"6 simulator runs through Slurm, programs built: 1 worker {walls['jobs1']:.1f} s, 2 workers "
           f"{walls['jobs2']:.1f} s ({walls['jobs1'] / walls['jobs2']:.2f}x), on {os.cpu_count()} cores; the first "
           f"sweep, building them, {walls['warm-up']:.1f} s")
+
+
+SAMPLED = """
+name = "sampled"
+backends = ["gpgpusim"]
+configs = ["SM7_QV100_small"]
+problems = ["200,1,4,16,16,3,1"]
+sample = "1,2,3"
+[[variants]]
+name = "global"
+[[variants]]
+name = "shared"
+""" + DASK
+
+
+def test_a_sweep_of_sampled_simulations_runs_its_probes_and_samples_on_slurm_workers(slurm, tmp_path):
+    """Two layers estimated from sampled simulation (a one-image probe, then 16, 32 and 48 images each):
+    both phases go to Slurm jobs; timed with 1 and 2 workers (the first sweep builds the programs)."""
+    walls = {}
+    for jobs, folder in ((2, tmp_path / "warm-up"), (1, tmp_path / "jobs1"), (2, tmp_path / "jobs2")):
+        folder.mkdir()
+        path = folder / "sweep.toml"
+        path.write_text(SAMPLED.format(jobs=jobs, logs=folder / "dask-logs"))
+        env = {**slurm, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(folder)}
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "simflow", "sweep", str(path), "--executor", "slurm", "-j",
+                               str(jobs), "--json"], env=env, capture_output=True, text=True, timeout=900)
+        walls[folder.name] = time.monotonic() - started
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads(proc.stdout)
+        assert [e["error"] for e in report["estimates"]] == ["", ""]
+        assert not any(e["cached"] for e in report["estimates"])
+        with Store(folder) as store:
+            runs = store.runs()
+        assert sum(r.sampled for r in runs) == 2 and len(runs) == 2 + 2 * 4  # estimates; probes and samples
+        assert all(r.status == "passed" for r in runs)
+        outs = sorted((folder / "dask-logs").glob("dask-worker-*.err"))  # a cluster for probes, one for samples
+        assert len(outs) == 2 * jobs and all("Start worker" in p.read_text() for p in outs)
+    print(f"2 sampled layers (8 simulator runs) through Slurm: 1 worker {walls['jobs1']:.1f} s, 2 workers "
+          f"{walls['jobs2']:.1f} s ({walls['jobs1'] / walls['jobs2']:.2f}x), on {os.cpu_count()} cores; the first "
+          f"sweep, building the programs, {walls['warm-up']:.1f} s")
