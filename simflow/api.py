@@ -75,11 +75,11 @@ def run(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
 def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
         batch: int | None = None, config: str = DEFAULT_CONFIG, docker: str | None = None, engine: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S, seed: int = 0, results: str | Path | None = None,
-        store: bool = True, sample: str | None = None, jobs: int | None = None, quiet: bool = True) -> RunResult:
+        store: bool = True, sample: str | None = None, workers: int | None = None, quiet: bool = True) -> RunResult:
     """Simulate a variant under GPGPU-Sim (natively, or in `docker` image), check it, as `simflow sim`.
 
     `sample` ("W1,W2,W3" waves, e.g. "1,2,3"): estimate the whole layer from three simulated batches, as
-    `simflow sim --sample` (simflow.sampling), on `jobs` local workers; the estimate's record has
+    `simflow sim --sample` (simflow.sampling), on `workers` local processes; the estimate's record has
     `.estimate` (spec, batches, fraction simulated, each metric's bound). Always stored."""
     if sample is not None:
         from .jobs import Job
@@ -89,7 +89,7 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
         job = Job.make(variant, dict(params or {}), problem_of(problem, batch), "gpgpusim", config=config,
                        docker_image=docker or "", engine=engine or "", timeout_s=timeout_s, seed=seed)
         with Store(_results(results)) as kept:
-            (outcome,) = run_sampled([job], kept, SampleSpec.parse(sample), workers=jobs, quiet=quiet)
+            (outcome,) = run_sampled([job], kept, SampleSpec.parse(sample), workers=workers, quiet=quiet)
         if outcome.result is None:
             raise UserError(f"no estimate for {job.describe()}: {outcome.error}")
         return outcome.result

@@ -322,8 +322,8 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
                    help="estimate the whole layer from three simulated batches of about W1 < W2 < W3 waves of "
                         "thread blocks (default 1,2,3), with an error bound per metric; the record is marked "
                         "sampled")
-    p.add_argument("--jobs", "-j", type=_at_least(1),
-                   help="with --sample: simulations at once (default: the CPU count)")
+    p.add_argument("--workers", "-j", type=_at_least(1),
+                   help="with --sample: simulations at once (default: the number of cores)")
     _storing_args(p)
     _json_arg(p, "one JSON object: status, metrics, log, ...")
 
@@ -385,7 +385,7 @@ def _sim_sampled(args, variant: str, params: dict, problem: Problem) -> int:
               f"three batches of {spec} ...", file=sys.stderr)
     result = api.sim(variant, problem, params=params, config=args.config, docker=args.docker, engine=args.engine,
                      timeout_s=args.timeout, seed=args.seed, results=_results(args), sample=str(spec),
-                     jobs=args.jobs, quiet=args.json)
+                     workers=args.workers, quiet=args.json)
     if args.json:
         print(result.to_json())
         return _exit_code(result)

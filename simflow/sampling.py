@@ -5,8 +5,9 @@ a number of blocks that grows linearly with the batch (plus, for some, a part th
 transforms). So simulating the first images of the real launch, a few whole waves of blocks, tells how
 the layer behaves once the SMs are full:
 
-1. a probe simulates one image, to learn from the simulator how many images fill the SMs once (SMs x the
-   CTAs per SM it allows, over one image's CTAs, for the kernel with the most cycles);
+1. a probe simulates one image, to learn from the simulator how many CTAs an SM holds; with the CTAs the
+   real launch makes per image, that says how many images fill the SMs once (a wave), for the kernel
+   with the most cycles;
 2. three batches b1 < b2 < b3 of about w1, w2, w3 waves (the spec, default 1,2,3) are simulated, in
    parallel (local workers, Dask or Slurm, through the sweep engine and its cache). Each is rounded down
    to whole images: an SM runs its resident blocks in step, so a last wave part full costs about its share
@@ -16,9 +17,11 @@ the layer behaves once the SMs are full:
 3. a count that adds up over blocks (cycles, instructions, cache accesses and misses, DRAM traffic, issue
    slots ...) is extrapolated to the real batch B along the slope of the last two samples,
    v(B) = v(b3) + s23 (B - b3); the first two samples' slope, against that one, says how far from linear
-   the layer still is, and that difference carried to B (plus half a wave of cycles: B's last wave may be
-   part full) is the error bound. Rates are recomputed from the estimated counts (IPC, miss rates); other
-   values that do not add up (occupancy, latencies, port use) are the largest sample's, the steady state,
+   the layer still is, and that difference carried to B is the error bound. Cycles have a second
+   measure of their rate: the largest sample's steady state, read from its progress samples between its
+   first wave and its last (steady_cpi); their bound is the larger disagreement, carried to B, plus half
+   a wave (B's last wave may be part full). Rates are recomputed from the estimated counts (IPC, miss
+   rates); other values that do not add up (occupancy, latencies, port use) are the largest sample's,
    bounded by how much they moved between the last two samples.
 
 What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
@@ -46,9 +49,10 @@ from .jobs import Job
 from .metrics import CHECK_BETTER
 from .results import RunResult
 from .run_folders import keep_result, new_run_folder, write_json
+from .variants import Kernel
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 2  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 4  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
@@ -97,26 +101,31 @@ def _kernel_groups(result: RunResult) -> dict[str, dict[str, float]]:
     return {k: v for k, v in groups.items() if k}
 
 
-def wave_images(probe: RunResult) -> dict[str, float]:
-    """Per kernel, how many images fill the simulated SMs once, from a one-image run."""
+def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float]:
+    """Per kernel, how many images fill the simulated SMs once at the real `batch`: the SMs and the CTAs
+    an SM holds come from the one-image probe (the simulator's own occupancy), the CTAs an image makes
+    from the launches at `batch` (a GEMM tile may span images, so one image alone can round up)."""
     sms = probe.metrics.get("simulated_sms")
     if not sms:
         raise UserError(f"run {probe.run_id} does not say how many SMs it simulated; sample with a simulator "
                         "run made by this simflow")
+    ctas: dict[str, int] = {}
+    for launch in kernel.launches(batch):
+        ctas[launch.kernel] = ctas.get(launch.kernel, 0) + math.prod(launch.grid)
     out = {}
-    for kernel, metrics in _kernel_groups(probe).items():
-        ctas, per_sm = metrics.get("gpu_tot_issued_cta"), metrics.get("cta_per_core")
-        if ctas and per_sm:
-            out[kernel] = sms * per_sm / ctas
+    for name, metrics in _kernel_groups(probe).items():
+        per_sm = metrics.get("cta_per_core")
+        if per_sm and ctas.get(name):
+            out[name] = min(sms * per_sm * batch / ctas[name], float(batch))
     if not out:
-        raise UserError(f"run {probe.run_id} has no CTA counts to size a wave from")
+        raise UserError(f"run {probe.run_id} says no CTAs per SM for the kernels of {kernel.variant}")
     return out
 
 
-def sample_batches(probe: RunResult, spec: SampleSpec, batch: int) -> tuple[list[int], float]:
+def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> tuple[list[int], float]:
     """The sample batches for the real `batch`, and the images a wave holds for the kernel with the most
     cycles (the one the samples are sized for)."""
-    waves = wave_images(probe)
+    waves = wave_images(probe, kernel, batch)
     groups = _kernel_groups(probe)
     main = max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
     batches: list[int] = []
@@ -162,8 +171,8 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
     """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
     `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
     `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
-    (steady_cpi); a kernel's cycles then grow at that rate, with a bound from how far the slope across
-    the samples is from it, else along the samples' slope."""
+    (steady_cpi): a second measure of how fast cycles grow, and the cycle bound is the larger of the two
+    disagreements (first slope vs last, steady rate vs last slope), carried to `batch`."""
     if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= batch:
         raise ValueError("three sampled batches, increasing, none above the real batch")
     (b1, m1), (b2, m2), (b3, m3) = points
@@ -193,9 +202,9 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
             cpi = (steady or {}).get(kernel_of(name))
             insn = name[: -len(base)] + "gpu_sim_insn"
             if base == "gpu_sim_cycle" and cpi and insn in m3:
-                # the steady rate, checked against the slope over the widest span of the samples
-                s23 = cpi * (m3[insn] - m2[insn]) / (b3 - b2)
-                bound = abs(s23 - (v3 - m1[name]) / (b3 - b1)) * (batch - b3)
+                # a second measure of the rate, from inside the largest sample: the two must agree
+                steady_slope = cpi * (m3[insn] - m2[insn]) / (b3 - b2)
+                bound = max(abs(s23 - s12), abs(s23 - steady_slope)) * (batch - b3)
             if base == "gpu_sim_cycle":
                 bound += 0.5 * abs(s23) * wave_of(name)  # the real batch's last wave may be part full
             out[name] = Estimate(v3 + s23 * (batch - b3), bound)
@@ -234,7 +243,7 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
                     wall_s: float = 0.0) -> RunResult:
     """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound."""
     batch = job.problem.B
-    waves = wave_images(probe)
+    waves = wave_images(probe, job.kernel(), batch)
     last = samples[-1]
     steady = {}
     if last.artifacts.get("intervals") and Path(last.artifacts["intervals"]).is_file():
@@ -259,7 +268,7 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     result.estimate = {
         "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
         "wave_images": round(waves[main], 4),
-        "steady_cycles_per_insn": steady,  # kernels whose cycles grow at the largest sample's steady rate
+        "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
         "fraction": (probe.problem.B + sum(s.problem.B for s in samples)) / batch,
         "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
         "bounds": {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}}
@@ -324,7 +333,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
             continue
         try:
-            plans[job] = (probe, sample_batches(probe, spec, job.problem.B)[0])
+            plans[job] = (probe, sample_batches(probe, spec, job.kernel(), job.problem.B)[0])
         except UserError as exc:
             outcomes[job].error = str(exc)
     samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}

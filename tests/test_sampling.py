@@ -17,10 +17,12 @@ from simflow.compare import diff as diff_runs
 from simflow.errors import UserError
 from simflow.explain import as_dict, explain
 from simflow.jobs import Job
+from simflow.problems import Problem
 from simflow.results import RunResult
-from simflow.sampling import SampleSpec, estimate_result, extrapolate, sample_batches, steady_cpi
+from simflow.sampling import SampleSpec, estimate_result, extrapolate, sample_batches, steady_cpi, wave_images
 from simflow.store import Store, StoredRun
 from simflow.sweep_file import load_sweep
+from simflow.variants import render
 
 
 def _metrics(batch: int, wave_cycles: float = 1000.0, fill: float = 0.0) -> dict:
@@ -124,14 +126,27 @@ def test_the_spec_is_three_increasing_wave_counts():
 
 def test_sample_batches_fill_whole_waves_of_the_longest_kernel_and_refuse_a_small_batch():
     probe = _run(1, "probe")
-    assert sample_batches(probe, SampleSpec.parse("1,2,3"), 400) == ([16, 32, 48], 16)
-    assert sample_batches(probe, SampleSpec.parse("0.01,0.02,0.03"), 400)[0] == [1, 2, 3]  # at least an image more
+    kernel = JOB.kernel()  # global on batch3x3's layer: 4 CTAs an image
+    assert sample_batches(probe, SampleSpec.parse("1,2,3"), kernel, 400) == ([16, 32, 48], 16)
+    assert sample_batches(probe, SampleSpec.parse("0.01,0.02,0.03"), kernel, 400)[0] == [1, 2, 3]  # an image more
     with pytest.raises(UserError, match=r"batch 48 is no larger than the samples .* \(drop --sample\)"):
-        sample_batches(probe, SampleSpec.parse("1,2,3"), 48)
-    two = _run(1, "probe", ("k_a", "k_b"))
-    two.add("k_b.gpu_sim_cycle", 99999)  # the longest kernel sizes the samples: 64 CTAs a wave, 2 an image
-    two.add("k_b.gpu_tot_issued_cta", 2)
-    assert sample_batches(two, SampleSpec.parse("1,2,3"), 400) == ([32, 64, 96], 32)
+        sample_batches(probe, SampleSpec.parse("1,2,3"), kernel, 48)
+    three = render("im2col_gemm", PROBLEM)  # an image makes 9, 2 and 4 CTAs of its three kernels
+    probe = _run(1, "probe", three.kernel_names)
+    probe.add("conv2d_im2col_gemm_gemm.gpu_sim_cycle", 99999)  # the longest kernel sizes the samples
+    assert wave_images(probe, three, 400) == {"conv2d_im2col_gemm_im2col": 64 / 9, "conv2d_im2col_gemm_gemm": 32,
+                                              "conv2d_im2col_gemm_permute": 16}
+    assert sample_batches(probe, SampleSpec.parse("1,2,3"), three, 400) == ([32, 64, 96], 32)
+
+
+def test_a_wave_counts_the_ctas_an_image_makes_at_the_real_batch():
+    """implicit_gemm tiles pixels of the whole batch: one image alone rounds up to 3 CTAs of 64 pixels,
+    10000 images make 2.25 an image; the wave is sized from the real launch, not from the probe's."""
+    kernel = render("implicit_gemm", Problem(B=1, C=8, M=16, H=14, W=14, K=3), {"tile": 64})
+    assert [math.prod(launch.grid) for launch in kernel.launches(1)] == [3]
+    probe = _run(1, "probe", kernel.kernel_names)
+    probe.metrics.update({"cta_per_core": 3})
+    assert wave_images(probe, kernel, 10000) == {"conv2d_implicit_gemm": pytest.approx(8 * 3 / 2.25)}
 
 
 def _estimate(tmp_path):
@@ -250,11 +265,11 @@ def test_the_steady_rate_is_read_past_the_first_wave_and_before_the_last():
     assert steady_cpi(rows, "missing", waves=3) is None
 
 
-def test_cycles_grow_at_the_steady_rate_with_a_bound_from_the_widest_slope():
+def test_the_steady_rate_checks_the_slope_and_widens_the_cycle_bound_where_they_disagree():
     points = [(b, _run(b, str(b)).metrics) for b in (16, 32, 48)]
     cpi = 1000 / 16 / 3000  # the model layer: 1000 cycles a wave of 16 images, 3000 insn an image
     est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": cpi})["gpu_sim_cycle"]
-    assert est.value == pytest.approx(30000) and est.bound == pytest.approx(500)  # rate = slopes: half a wave
+    assert est.value == pytest.approx(30000) and est.bound == pytest.approx(500)  # they agree: half a wave
     est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": 1.1 * cpi})["gpu_sim_cycle"]
-    assert est.value == pytest.approx(5000 + 3000 + 1.1 * 62.5 * 352)  # v(48) + the steady rate to 400
-    assert est.bound == pytest.approx(0.1 * 62.5 * 352 + 0.5 * 1.1 * 1000)  # vs the slope over 16..48
+    assert est.value == pytest.approx(30000)  # the value follows the samples' slope
+    assert est.bound == pytest.approx(0.1 * 62.5 * 352 + 500)  # 10 % apart over the 352 images past the samples
