@@ -1,88 +1,115 @@
-"""Validation of sampled simulation (simflow.sampling) against full simulation, on layers small enough to
-simulate whole.
+"""Validation of sampled simulation (simflow sim --sample) against full simulation, on layers small enough
+to simulate whole.
 
-For each case: one image is simulated to learn the wave (simulated SMs x CTAs per SM, over the CTAs of
-one image), then batches of about 1, 2 and 3 waves, whose fit gives estimates at every full batch of the
-case (2 to 64 waves), and each full batch is simulated too. The table gives, per full batch, the relative
-error of cycles, instructions, L1D and L2 misses and IPC, whether the stated bound covers the cycle error,
-and the speed-up (the full run's wall time over the three samples'). Runs are stored in --results.
+For each case and sample spec, the layer is estimated at every full batch of the case (4 to 64 waves of
+thread blocks) exactly as `simflow sim --sample SPEC` does (simflow.sampling.run_sampled: a one-image probe,
+three sample batches, the estimate), and each full batch is simulated whole too. The table gives, per
+full batch, the relative error of cycles, instructions, L1D and L2 misses and IPC, the stated cycle bound
+and whether it covers the error, and the speed-up: the full run's simulator seconds over the probe's and
+samples' (one core each; `--workers` only changes the wall time). Every run is stored in --results, so a
+second invocation re-uses them and only prints the table.
 
-    GPGPUSIM_ROOT=... python benchmarks/sampling.py [--config SM7_QV100_small] [--results DIR] [--cases N]
+    GPGPUSIM_ROOT=... python benchmarks/sampling.py [--config SM7_QV100_small] [--specs 1,2,3 2,3,4]
+                                                    [--cases global,regtile] [--results DIR] [--workers N]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import simflow.api as sf  # noqa: E402
+from simflow.jobs import Job  # noqa: E402
 from simflow.problems import Problem  # noqa: E402
-from simflow.sampling import extrapolate  # noqa: E402
+from simflow.sampling import SampleSpec, at_batch, run_sampled, sample_batches  # noqa: E402
+from simflow.store import Store  # noqa: E402
+from simflow.sweep import run_sweep  # noqa: E402
+from simflow.sweep_file import Sweep  # noqa: E402
 
-# variant, params, layer (batch set per run), full batches in waves
-CASES = [
-    ("global", {"tile": 16}, dict(C=1, M=4, H=18, W=18, K=3), (8, 32, 64)),
-    ("implicit_gemm", {"tile": 64}, dict(C=8, M=16, H=18, W=18, K=3), (2, 8, 32)),  # 2: simulated whole
-    ("shared", {"tile": 16}, dict(C=4, M=16, H=40, W=40, K=7), (4, 16)),
-    ("regtile", {}, dict(C=4, M=16, H=40, W=40, K=7), (4, 16, 64)),
-]
+# name: variant, params, layer (the batch is set per run), full batches in waves. Direct and GEMM-based
+# variants, one to three kernels, first layers (C=1) and multi-channel ones.
+CASES = {
+    "global": ("global", {"tile": 16}, dict(C=1, M=5, H=18, W=18, K=3), (8, 32, 64)),
+    "regtile": ("regtile", {}, dict(C=1, M=4, H=22, W=22, K=7), (4, 8)),
+    "shared": ("shared", {"tile": 16}, dict(C=4, M=8, H=18, W=18, K=3), (4, 16, 32)),
+    "implicit_gemm": ("implicit_gemm", {"tile": 64}, dict(C=8, M=16, H=14, W=14, K=3), (4, 8)),
+    "im2col_gemm": ("im2col_gemm", {}, dict(C=4, M=16, H=14, W=14, K=3), (4, 8)),
+}
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
             ("L2_total_cache_misses", "L2 miss"), ("gpu_ipc", "IPC")]
 
 
-def simulate(variant, params, layer, batch, config, results):
-    started = time.monotonic()
-    result = sf.sim(variant, Problem(B=batch, name="sampling", **layer), params=params, config=config,
-                    results=results)
-    if result.status != "passed":
-        raise SystemExit(f"{variant} B={batch}: {result.status} {result.reason}")
-    return result.metrics, time.monotonic() - started
+def _stored(store: Store, job: Job):
+    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
+    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
+
+
+def _error(estimate: float, truth: float) -> float:
+    return 100 * (estimate / truth - 1) if truth else (0.0 if estimate == truth else math.nan)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="SM7_QV100_small")
     parser.add_argument("--results", default="simflow-results-sampling")
-    parser.add_argument("--cases", type=int, help="only the first N cases")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--specs", nargs="+", default=["1,2,3"], help="sample specs to validate")
+    parser.add_argument("--workers", type=int, help="simulations at once (default: the CPU count)")
     args = parser.parse_args()
     rows = []
-    for variant, params, layer, full_waves in CASES[: args.cases]:
-        one, _ = simulate(variant, params, layer, 1, args.config, args.results)
-        wave_images = one["simulated_sms"] * one["cta_per_core"] / one["gpu_tot_issued_cta"]
-        sampled = sorted({max(k, round(k * wave_images)) for k in (1, 2, 3)})
-        points, sample_wall = [], 0.0
-        for b in sampled:
-            metrics, wall = simulate(variant, params, layer, b, args.config, args.results)
-            points.append((b, metrics))
-            sample_wall += wall
-        for waves in full_waves:
-            batch = round(waves * wave_images)
-            if batch <= sampled[-1]:
-                print(f"{variant} {waves} waves (B={batch}): no larger than the samples, simulated whole", flush=True)
-                continue
-            truth, wall = simulate(variant, params, layer, batch, args.config, args.results)
-            estimate = extrapolate(points, batch, wave_images)
-            row = {"variant": variant, "batch": batch, "waves": round(batch / wave_images, 1),
-                   "samples": ",".join(map(str, sampled)), "speedup": wall / sample_wall}
-            for name, label in REPORTED:
-                row[label] = 100 * (estimate[name].value / truth[name] - 1) if truth.get(name) else float("nan")
-            row["bound %"] = 100 * estimate["gpu_sim_cycle"].relative_bound
-            row["covered"] = abs(row["cycles"]) <= row["bound %"]
-            rows.append(row)
-            print(row, flush=True)
-    print(f"\nsampled (about 1, 2, 3 waves) against full simulation, {args.config}; errors in %")
-    print(f"{'variant':14} {'batch':>6} {'waves':>6} {'samples':>10} " + " ".join(f"{lab:>9}" for _, lab in REPORTED)
-          + f" {'bound %':>8} {'covered':>8} {'speed-up':>9}")
+    with Store(Path(args.results)) as store:
+        for case in args.cases.split(","):
+            variant, params, layer, full_waves = CASES[case]
+            base = Job.make(variant, params, Problem(B=1, name=f"sampling-{case}", **layer), "gpgpusim",
+                            config=args.config)
+            run_sweep(Sweep(f"{case}: probe", [base]), store, workers=args.workers)
+            probe = _stored(store, base)
+            if probe is None or not probe.passed:
+                raise SystemExit(f"{case}: the one-image probe did not pass")
+            wave = sample_batches(probe, SampleSpec.parse("1,2,3"), base.kernel(), 4096)[1]
+            fulls = [at_batch(base, max(1, round(w * wave))) for w in full_waves]
+            run_sweep(Sweep(f"{case}: whole layers", sorted(fulls, key=lambda j: -j.problem.B)), store,
+                      workers=args.workers)
+            for spec in map(SampleSpec.parse, args.specs):
+                for job in fulls:
+                    truth = _stored(store, job)
+                    if truth is None or not truth.passed:
+                        raise SystemExit(f"{job.describe()} B={job.problem.B}: the whole simulation did not pass")
+                    (out,) = run_sampled([job], store, spec, workers=args.workers)
+                    if out.result is None:
+                        print(f"{case} B={job.problem.B} {spec}: no estimate: {out.error}", flush=True)
+                        continue
+                    est = out.result
+                    parts = [_stored(store, at_batch(job, b)) for b in (1, *est.estimate["batches"])]
+                    cost = sum(p.metrics["sim_wall_s"] for p in parts)
+                    row = {"case": case, "batch": job.problem.B, "waves": job.problem.B / wave, "spec": str(spec),
+                           "samples": ",".join(map(str, est.estimate["batches"])),
+                           "speedup": truth.metrics["sim_wall_s"] / cost}
+                    for name, label in REPORTED:
+                        row[label] = _error(est.metrics.get(name, math.nan), truth.metrics.get(name, math.nan))
+                    row["bound %"] = 100 * est.bound("gpu_sim_cycle") / est.metrics["gpu_sim_cycle"]
+                    row["covered"] = abs(row["cycles"]) <= row["bound %"]
+                    rows.append(row)
+                    print(row, flush=True)
+    print(f"\nsampled against whole simulation, {args.config}; errors in % (estimate over truth - 1)")
+    head = ("| case | batch | waves | spec | samples | " + " | ".join(lab for _, lab in REPORTED)
+            + " | bound % | covered | speed-up |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
-        print(f"{r['variant']:14} {r['batch']:6} {r['waves']:6} {r['samples']:>10} "
-              + " ".join(f"{r[lab]:9.2f}" for _, lab in REPORTED)
-              + f" {r['bound %']:8.2f} {str(r['covered']):>8} {r['speedup']:9.1f}")
-    covered = sum(r["covered"] for r in rows)
-    print(f"bound covers the cycle error in {covered} of {len(rows)} cases")
+        print(f"| {r['case']} | {r['batch']} | {r['waves']:.1f} | {r['spec']} | {r['samples']} | "
+              + " | ".join(f"{r[lab]:+.2f}" for _, lab in REPORTED)
+              + f" | {r['bound %']:.2f} | {'yes' if r['covered'] else 'NO'} | {r['speedup']:.1f}x |")
+    for spec in args.specs:
+        mine = [r for r in rows if r["spec"] == str(SampleSpec.parse(spec))]
+        if mine:
+            worst = max(abs(r["cycles"]) for r in mine)
+            print(f"{SampleSpec.parse(spec)}: bound covers the cycle error in {sum(r['covered'] for r in mine)} of "
+                  f"{len(mine)} cases; largest cycle error {worst:.2f} %; cycles within 5 % in "
+                  f"{sum(abs(r['cycles']) < 5 for r in mine)} of {len(mine)}")
     return 0
 
 
