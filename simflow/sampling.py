@@ -207,7 +207,7 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 bound = max(abs(s23 - s12), abs(s23 - steady_slope)) * (batch - b3)
             if base == "gpu_sim_cycle":
                 bound += 0.5 * abs(s23) * wave_of(name)  # the real batch's last wave may be part full
-            out[name] = Estimate(v3 + s23 * (batch - b3), bound)
+            out[name] = Estimate(max(v3 + s23 * (batch - b3), 0.0), bound)  # a count is never negative
         else:  # steady state: the largest sample's, bounded by its last move
             out[name] = Estimate(v3, abs(v3 - m2[name]))
     # A run of several kernels: its total cycles are its kernels', each estimated on its own.
