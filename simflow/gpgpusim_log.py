@@ -259,8 +259,8 @@ SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "gpu_tot
            "issue_slots[Stall]", "L2_total_cache_accesses", "L2_total_cache_misses", "total dram reads",
            "total dram writes", "averagemflatency", "gpgpu_simulation_time")
 _PRINTED = {alias: s.name for s in CATALOGUE for alias in (s.name, *s.printed_as)}
-_RATIOS = {"L1D_total_cache_miss_rate": ("L1D_total_cache_misses", "L1D_total_cache_accesses"),
-           "L2_total_cache_miss_rate": ("L2_total_cache_misses", "L2_total_cache_accesses")}
+MISS_RATES = {"L1D_total_cache_miss_rate": ("L1D_total_cache_misses", "L1D_total_cache_accesses"),
+              "L2_total_cache_miss_rate": ("L2_total_cache_misses", "L2_total_cache_accesses")}
 
 _BANNER = re.compile(r"GPGPU-Sim Simulator Version (\S+)\s+\[build ([^\]]+)\]")
 _PTX_KERNEL = re.compile(r"GPGPU-Sim PTX: Kernel '([^']+)' : regs=(\d+), lmem=(\d+), smem=(\d+), cmem=(\d+)")
@@ -645,7 +645,7 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 record.metrics[name] = value - previous.get(name, 0.0)
             elif kind in ("per_kernel", "process"):
                 record.metrics[name] = value
-        for ratio, (num, den) in _RATIOS.items():
+        for ratio, (num, den) in MISS_RATES.items():
             if num in record.metrics and den in record.metrics:
                 den_value = record.metrics[den]
                 record.metrics[ratio] = record.metrics[num] / den_value if den_value else math.nan
@@ -702,7 +702,7 @@ def aggregate(launches: list[dict[str, float]]) -> dict[str, float]:
             out[name] = values[-1][0]
         else:
             out[name] = sum(v for v, _ in values)
-    for ratio, (num, den) in _RATIOS.items():
+    for ratio, (num, den) in MISS_RATES.items():
         if num in out and den in out:
             out[ratio] = out[num] / out[den] if out[den] else math.nan
     return out

@@ -43,8 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import UserError
-from .gpgpusim_log import _RATIOS as MISS_RATES
-from .gpgpusim_log import stat_of
+from .gpgpusim_log import MISS_RATES, stat_of
 from .jobs import Job
 from .metrics import CHECK_BETTER
 from .results import RunResult
