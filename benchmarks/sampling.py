@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simflow.jobs import Job  # noqa: E402
 from simflow.problems import Problem  # noqa: E402
-from simflow.sampling import SampleSpec, at_batch, run_sampled, sample_batches  # noqa: E402
+from simflow.sampling import SampleSpec, at_batch, run_sampled, sample_batches, stored_run  # noqa: E402
 from simflow.store import Store  # noqa: E402
 from simflow.sweep import run_sweep  # noqa: E402
 from simflow.sweep_file import Sweep  # noqa: E402
@@ -40,11 +40,6 @@ CASES = {
 }
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
             ("L2_total_cache_misses", "L2 miss"), ("gpu_ipc", "IPC")]
-
-
-def _stored(store: Store, job: Job):
-    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
-    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
 
 
 def _error(estimate: float, truth: float) -> float:
@@ -66,7 +61,7 @@ def main() -> int:
             base = Job.make(variant, params, Problem(B=1, name=f"sampling-{case}", **layer), "gpgpusim",
                             config=args.config)
             run_sweep(Sweep(f"{case}: probe", [base]), store, workers=args.workers)
-            probe = _stored(store, base)
+            probe = stored_run(store, base)
             if probe is None or not probe.passed:
                 raise SystemExit(f"{case}: the one-image probe did not pass")
             wave = sample_batches(probe, SampleSpec.parse("1,2,3"), base.kernel(), 4096)[1]
@@ -75,7 +70,7 @@ def main() -> int:
                       workers=args.workers)
             for spec in map(SampleSpec.parse, args.specs):
                 for job in fulls:
-                    truth = _stored(store, job)
+                    truth = stored_run(store, job)
                     if truth is None or not truth.passed:
                         raise SystemExit(f"{job.describe()} B={job.problem.B}: the whole simulation did not pass")
                     (out,) = run_sampled([job], store, spec, workers=args.workers)
@@ -83,7 +78,7 @@ def main() -> int:
                         print(f"{case} B={job.problem.B} {spec}: no estimate: {out.error}", flush=True)
                         continue
                     est = out.result
-                    parts = [_stored(store, at_batch(job, b)) for b in (1, *est.estimate["batches"])]
+                    parts = [stored_run(store, at_batch(job, b)) for b in (1, *est.estimate["batches"])]
                     cost = sum(p.metrics["sim_wall_s"] for p in parts)
                     row = {"case": case, "batch": job.problem.B, "waves": job.problem.B / wave, "spec": str(spec),
                            "samples": ",".join(map(str, est.estimate["batches"])),

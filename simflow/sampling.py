@@ -121,12 +121,17 @@ def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float
     return out
 
 
+def _longest(probe: RunResult, waves: dict[str, float]) -> str:
+    """The kernel the samples are sized for: the one with the most cycles in the probe."""
+    groups = _kernel_groups(probe)
+    return max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
+
+
 def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> tuple[list[int], float]:
     """The sample batches for the real `batch`, and the images a wave holds for the kernel with the most
     cycles (the one the samples are sized for)."""
     waves = wave_images(probe, kernel, batch)
-    groups = _kernel_groups(probe)
-    main = max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
+    main = _longest(probe, waves)
     batches: list[int] = []
     for w in spec.waves:  # whole images, rounded down: a wave part full is linear, a few blocks past one are not
         batches.append(max(math.floor(w * waves[main] + 1e-9), batches[-1] + 1 if batches else 1))
@@ -263,7 +268,7 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
         if name.split(".", 1)[-1] in CHECK_BETTER:
             values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
             result.metrics[name] = (sum if name.endswith("checked_elements") else max)(values) if values else math.nan
-    main = max(waves, key=lambda k: _kernel_groups(probe)[k].get("gpu_sim_cycle", 0))
+    main = _longest(probe, waves)
     result.estimate = {
         "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
         "wave_images": round(waves[main], 4),
@@ -278,7 +283,7 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     return result
 
 
-def _stored(store, job: Job):
+def stored_run(store, job: Job):
     """The stored run that answers `job` (the newest, passed or not), or None."""
     run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
     return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
@@ -327,7 +332,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
     plans = {}
     for job in todo:
-        probe = _stored(store, at_batch(job, 1))
+        probe = stored_run(store, at_batch(job, 1))
         if probe is None or not probe.passed:
             outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
             continue
@@ -338,7 +343,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
     sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     for job, (probe, batches) in plans.items():
-        runs = [_stored(store, at_batch(job, b)) for b in batches]
+        runs = [stored_run(store, at_batch(job, b)) for b in batches]
         bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
         if bad:
             outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
