@@ -185,8 +185,9 @@ def matmul_rates(repeats: int = 10) -> dict[str, float]:
 
 
 def unit_of(variant: str, precision: str) -> str:
-    """The ceiling a kernel's FLOPs count against: tensor cores for wmma, else the FMA unit of its precision."""
-    return f"tensor_{precision}" if variant.startswith("wmma") else precision
+    """The ceiling a kernel's FLOPs count against: tensor cores for wmma and mma, else the FMA unit of its
+    precision."""
+    return f"tensor_{precision}" if variant.startswith(("wmma", "mma_")) else precision
 
 
 PIPELINE = ("h2d_ms", "d2h_ms", "pipeline_serial_ms", "pipeline_ms", "pipeline_speedup")

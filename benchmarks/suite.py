@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
 import statistics
 import sys
 import time
@@ -32,13 +33,39 @@ from simflow.problems import suite  # noqa: E402
 from simflow.tune import best_config  # noqa: E402
 from simflow.variants import VARIANTS  # noqa: E402
 
-CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision
-    "float32": [("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile": 128}), ("winograd", {"m": 2}),
+CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision. The same list for every layer:
+    # each configuration won at least one ResNet-50 layer on the H200 (2026-11-22), against the defaults and the
+    # other single-parameter changes (benchmarks/results/suite_resnet50_every_h200_2026-11-22.csv)
+    "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
+                ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
+                ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
                 ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
-    "tf32": [("wmma_nhwc", {"precision": "tf32"}), ("wmma", {"precision": "tf32"})],
-    "float16": [("wmma_nhwc", {"precision": "fp16"}), ("wmma", {"precision": "fp16"}),
-                ("winograd", {"m": 4, "precision": "fp16"})],
+    "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
+             ("mma_nchw", {"precision": "tf32", "tile_n": 64}), ("mma_nchw", {"precision": "tf32", "bk": 16}),
+             ("mma_nchw", {"precision": "tf32", "split": 4}), ("mma_nhwc", {"precision": "tf32"}),
+             ("mma_nhwc", {"precision": "tf32", "stages": 4})],
+    "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
+                ("mma_nchw", {"precision": "fp16", "bk": 16}), ("mma_nchw", {"precision": "fp16", "split": 4}),
+                ("mma_nchw", {"precision": "fp16", "stages": 4}), ("mma_nhwc", {"precision": "fp16"}),
+                ("wmma_nhwc", {"precision": "fp16"})],
 }
+
+
+def _configs(tuned: str | None, problem, precision: str, configs: list) -> list:
+    """The fixed configurations, after what 'simflow tune' found best for this layer if asked and tuned."""
+    if tuned:
+        try:
+            return [best_config(Path(tuned), problem, "gpu", "", precision), *configs]
+        except UserError:
+            pass  # not tuned in this precision: the fixed configurations only
+    return configs
+
+
+def _render(variant: str, problem, params: dict):
+    try:
+        return VARIANTS[variant].render(problem, params)
+    except UserError:
+        return None  # refused: the timed loop records why
 
 
 def main() -> int:
@@ -47,22 +74,29 @@ def main() -> int:
     parser.add_argument("--layers", type=int, help="only the first N layers")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", help="write the per-layer table here")
+    parser.add_argument("--precisions", default=",".join(CONFIGS), help="which of float32,tf32,float16")
+    parser.add_argument("--every-csv", help="write every passing configuration's time here (layer, precision, "
+                                              "config, ms): which variant wins where")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count(),
+                        help="nvcc processes compiling every configuration before the timed runs")
     parser.add_argument("--tuned", metavar="RESULTS", help="also run what 'simflow tune' found best for each layer "
                                                             "(RESULTS/tuned.json), per precision")
     args = parser.parse_args()
     layers = suite(args.suite)[: args.layers]
     gpu = GpuBackend()
-    rows = []
     started = time.monotonic()
+    precisions = args.precisions.split(",")
+    plans = {problem.name: {precision: _configs(args.tuned, problem, precision, CONFIGS[precision])
+                            for precision in precisions} for problem in layers}
+    kernels = [kernel for problem in layers for plan in plans[problem.name].values()
+               for kernel in (_render(variant, problem, params) for variant, params in plan) if kernel]
+    print(f"compiled {gpu.precompile(kernels, args.jobs)} sources in {time.monotonic() - started:.0f} s "
+          f"({args.jobs} nvcc processes)", flush=True)
+    rows, every = [], []  # every: each passing configuration's time (--every-csv)
     for problem in layers:
         row = {"layer": problem.name, "shape": problem.shape_text, "GFLOP": round(problem.flops / 1e9, 3)}
-        for precision, configs in CONFIGS.items():
+        for precision, configs in plans[problem.name].items():
             best = None
-            if args.tuned:
-                try:
-                    configs = [best_config(Path(args.tuned), problem, "gpu", "", precision), *configs]
-                except UserError:
-                    pass  # not tuned in this precision: the fixed configurations only
             for variant, params in configs:
                 try:
                     kernel = VARIANTS[variant].render(problem, params)
@@ -74,6 +108,8 @@ def main() -> int:
                     row.setdefault("failed", []).append(f"{variant} {params}: {result.status} {result.reason[:80]}")
                     continue
                 label = f"{variant}:" + ",".join(f"{k}={v}" for k, v in params.items())
+                every.append({"layer": problem.name, "precision": precision, "config": label,
+                              "ms": round(result.metrics["time_ms"], 4)})
                 if best is None or result.metrics["time_ms"] < best[1]:
                     best = (label, result.metrics["time_ms"])
             cudnn = time_cudnn(problem, args.repeats, precision)
@@ -85,7 +121,7 @@ def main() -> int:
         print(" | ".join(f"{k}={v}" for k, v in row.items() if k not in ("refused",)), flush=True)
     print(f"\n{args.suite}: {len(rows)} layers in {time.monotonic() - started:.0f} s on {gpu.limits.name}")
     print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s")
-    for precision in CONFIGS:
+    for precision in precisions:
         ratios = [(r[f"{precision} ratio"], r["layer"], r["GFLOP"] / r[f"{precision} ms"])
                   for r in rows if not math.isnan(r[f"{precision} ratio"])]
         if not ratios:
@@ -103,6 +139,11 @@ def main() -> int:
                                     extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
+    if args.every_csv:
+        with open(args.every_csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["layer", "precision", "config", "ms"])
+            writer.writeheader()
+            writer.writerows(every)
     return 1 if failed else 0
 
 

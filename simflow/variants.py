@@ -463,8 +463,13 @@ class WmmaNhwcVariant(WmmaVariant):
     def padded_channels(problem: Problem, params: dict) -> int:
         return params["bk"] * math.ceil(problem.C / params["bk"])
 
+    @staticmethod
+    def step_k(params: dict) -> int:
+        """Channels a pipeline stage holds per row (the kernel's BK)."""
+        return params["bk"]
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"bm": self.TILE, "bn": params["tile_n"], "bk": params["bk"],
+        return {"bm": self.TILE, "bn": params["tile_n"], "bk": self.step_k(params),
                 "cp": self.padded_channels(problem, params)}
 
     @staticmethod
@@ -480,7 +485,7 @@ class WmmaNhwcVariant(WmmaVariant):
         p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
         columns = _columns(p, batch)
         cp = self.padded_channels(p, kernel.params)
-        ld = kernel.params["bk"] + 16 // self.element_bytes(kernel)
+        ld = self.step_k(kernel.params) + 16 // self.element_bytes(kernel)
         smem = kernel.params["stages"] * (tile + tile_n) * ld * self.element_bytes(kernel)
         name = f"conv2d_{self.name}"
         return [
@@ -491,6 +496,133 @@ class WmmaNhwcVariant(WmmaVariant):
             Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
                    dynamic_smem=smem, args=("xh", "wh", "y", "batch")),
         ]
+
+
+@dataclass(frozen=True)
+class MmaNhwcVariant(WmmaNhwcVariant):
+    """Tensor cores through inline PTX mma.sync (m16n8k16 half, m16n8k8 TF32) on the same channel-last
+    copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
+    to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+
+    @staticmethod
+    def step_k(params: dict) -> int:
+        """bk counts halves: TF32 stages hold half as many channels, the same bytes a row (and registers: 32
+        TF32 channels a stage made twice the copies per thread and spilled)."""
+        return params["bk"] // (2 if params["precision"] == "tf32" else 1)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0}
+
+    def sim_unsupported(self, params: dict) -> str:
+        if params.get("streams"):
+            return super().sim_unsupported(params)
+        return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
+                f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
+
+
+@dataclass(frozen=True)
+class ImplicitGemmAsyncVariant(Variant):
+    """fp32 implicit GEMM with k ordered tap-major, so a k step is BK channels of one tap: each thread's column
+    is decomposed once and a step costs one bounds test, no division (the route that made wmma_nhwc fast),
+    with x read where it lies by 4-byte cp.async copies into a multi-stage pipeline; weights reordered once
+    (wt[k][m], a small kernel). split > 1 divides the k steps among blocks that add into y (layers with few
+    output tiles and long k: the 7x7 and 14x14 ResNet layers)."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+
+    @staticmethod
+    def dims(problem: Problem, params: dict) -> tuple[int, int]:
+        """Channels padded to a multiple of BK, output channels to a multiple of 4 (wt's row length)."""
+        return params["bk"] * math.ceil(problem.C / params["bk"]), 4 * math.ceil(problem.M / 4)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        cp, mp = self.dims(problem, params)
+        return {"bm": params["tile_m"], "bn": params["tile_n"], "cp": cp, "mp": mp,
+                "hw4": (problem.Hout * problem.Wout) % 4 == 0}
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p = kernel.problem
+        cp, mp = self.dims(p, kernel.params)
+        return {"wt": cp * p.K * p.K * mp}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        cp, mp = self.dims(p, params)
+        columns = _columns(p, batch)
+        name = f"conv2d_{self.name}"
+        smem = 4 * params["stages"] * params["bk"] * (params["tile_m"] + params["tile_n"])
+        launches = [Launch(kernel=f"{name}_w", grid=(math.ceil(cp * p.K * p.K * mp / 256), 1, 1),
+                           block=(256, 1, 1), args=("w", "wt"))]
+        if params["split"] > 1:
+            outputs = batch * p.M * p.Hout * p.Wout
+            launches.append(Launch(kernel=f"{name}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1),
+                                   block=(256, 1, 1), args=("y", "batch")))
+        launches.append(Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]),
+                                                  math.ceil(p.M / params["tile_m"]), params["split"]),
+                               block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch")))
+        return launches
+
+
+@dataclass(frozen=True)
+class MmaNchwVariant(Variant):
+    """Tensor cores through inline PTX mma.sync reading x in place (float32, NCHW) as implicit_gemm_async
+    does, converting to half or TF32 as fragments are loaded: no channel-last copy of x (that pass cost more
+    than cuDNN's whole 1x1 layer). Weights are copied once (wh[m][tap][c], 16-byte rows for ldmatrix).
+    Any M (rows past it are zeros), C padded to a multiple of bk; split-K as implicit_gemm_async."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return MmaNhwcVariant.sim_unsupported(self, params)
+
+    @staticmethod
+    def element_bytes(params: dict) -> int:
+        return 2 if params["precision"] == "fp16" else 4
+
+    @staticmethod
+    def kdim(problem: Problem, params: dict) -> int:
+        """GEMM depth: taps x channels padded to a multiple of bk, or, with fewer channels than bk (a first
+        layer), K * K * C itself padded to a multiple of bk (each k row then finds its tap by division)."""
+        bk = params["bk"]
+        if problem.C < bk:
+            return bk * math.ceil(problem.K * problem.K * problem.C / bk)
+        return bk * math.ceil(problem.C / bk) * problem.K * problem.K
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        gather = problem.C < params["bk"]
+        return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
+                "cp": problem.C if gather else params["bk"] * math.ceil(problem.C / params["bk"]),
+                "hw_even": (problem.Hout * problem.Wout) % 2 == 0}
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        kdim = self.kdim(kernel.problem, kernel.params)
+        return {"wh": math.ceil(kernel.problem.M * kdim * self.element_bytes(kernel.params) / 4)}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        kdim = self.kdim(p, params)
+        columns = _columns(p, batch)
+        eb, bk, bm, bn = self.element_bytes(params), params["bk"], params["tile_m"], params["tile_n"]
+        ldb = bn + (4 if params["precision"] == "fp16" else 8)
+        smem = params["stages"] * (bm * (bk + 16 // eb) * eb + bk * ldb * 4)
+        name = f"conv2d_{self.name}"
+        launches = [Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
+                           args=("w", "wh"))]
+        if params["split"] > 1:
+            outputs = batch * p.M * p.Hout * p.Wout
+            launches.append(Launch(kernel=f"{name}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1),
+                                   block=(256, 1, 1), args=("y", "batch")))
+        launches.append(Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
+                               block=(256, 1, 1), dynamic_smem=smem, args=("x", "wh", "y", "batch")))
+        return launches
 
 
 # Winograd F(m, 3) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
@@ -778,6 +910,9 @@ FAMILIES: dict[str, type[Variant]] = {
     "im2col_gemm": Im2colGemmVariant,
     "wmma": WmmaVariant,
     "wmma_nhwc": WmmaNhwcVariant,
+    "mma_nhwc": MmaNhwcVariant,
+    "mma_nchw": MmaNchwVariant,
+    "implicit_gemm_async": ImplicitGemmAsyncVariant,
     "winograd": WinogradVariant,
     "fft": FftVariant,
 }
