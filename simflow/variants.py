@@ -517,10 +517,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0}
 
     def sim_unsupported(self, params: dict) -> str:
-        if params.get("streams"):
-            return super().sim_unsupported(params)
-        return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
-                f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
+        return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
 
 
 @dataclass(frozen=True)
@@ -542,7 +539,7 @@ class ImplicitGemmAsyncVariant(Variant):
     def extra_context(self, problem: Problem, params: dict) -> dict:
         cp, mp = self.dims(problem, params)
         return {"bm": params["tile_m"], "bn": params["tile_n"], "cp": cp, "mp": mp,
-                "hw4": (problem.Hout * problem.Wout) % 4 == 0}
+                "hw4": (problem.Hout * problem.Wout) % 4 == 0, "vector": _vector_columns(problem)}
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p = kernel.problem
@@ -555,16 +552,12 @@ class ImplicitGemmAsyncVariant(Variant):
         columns = _columns(p, batch)
         name = f"conv2d_{self.name}"
         smem = 4 * params["stages"] * params["bk"] * (params["tile_m"] + params["tile_n"])
-        launches = [Launch(kernel=f"{name}_w", grid=(math.ceil(cp * p.K * p.K * mp / 256), 1, 1),
-                           block=(256, 1, 1), args=("w", "wt"))]
-        if params["split"] > 1:
-            outputs = batch * p.M * p.Hout * p.Wout
-            launches.append(Launch(kernel=f"{name}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1),
-                                   block=(256, 1, 1), args=("y", "batch")))
-        launches.append(Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]),
-                                                  math.ceil(p.M / params["tile_m"]), params["split"]),
-                               block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch")))
-        return launches
+        weights = Launch(kernel=f"{name}_w", grid=(math.ceil(cp * p.K * p.K * mp / 256), 1, 1),
+                         block=(256, 1, 1), args=("w", "wt"))
+        gemm = Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]),
+                                         params["split"]),
+                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch"))
+        return _split_k_launches(weights, gemm, p, batch)
 
 
 @dataclass(frozen=True)
@@ -581,7 +574,7 @@ class MmaNchwVariant(Variant):
         return "float16" if params["precision"] == "fp16" else "tf32"
 
     def sim_unsupported(self, params: dict) -> str:
-        return MmaNhwcVariant.sim_unsupported(self, params)
+        return super().sim_unsupported(params) or _mma_sync_refusal(params)
 
     @staticmethod
     def element_bytes(params: dict) -> int:
@@ -600,7 +593,7 @@ class MmaNchwVariant(Variant):
         gather = problem.C < params["bk"]
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
                 "cp": problem.C if gather else params["bk"] * math.ceil(problem.C / params["bk"]),
-                "hw_even": (problem.Hout * problem.Wout) % 2 == 0}
+                "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and _vector_columns(problem)}
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         kdim = self.kdim(kernel.problem, kernel.params)
@@ -614,15 +607,11 @@ class MmaNchwVariant(Variant):
         ldb = bn + (4 if params["precision"] == "fp16" else 8)
         smem = params["stages"] * (bm * (bk + 16 // eb) * eb + bk * ldb * 4)
         name = f"conv2d_{self.name}"
-        launches = [Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
-                           args=("w", "wh"))]
-        if params["split"] > 1:
-            outputs = batch * p.M * p.Hout * p.Wout
-            launches.append(Launch(kernel=f"{name}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1),
-                                   block=(256, 1, 1), args=("y", "batch")))
-        launches.append(Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
-                               block=(256, 1, 1), dynamic_smem=smem, args=("x", "wh", "y", "batch")))
-        return launches
+        weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
+                         args=("w", "wh"))
+        gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
+                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "wh", "y", "batch"))
+        return _split_k_launches(weights, gemm, p, batch)
 
 
 # Winograd F(m, 3) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
@@ -790,6 +779,27 @@ class FftVariant(Variant):
             Launch(kernel=f"{name}_overlap", grid=(math.ceil(p.Hout * p.Wout / 256), p.M, batch), block=(256, 1, 1),
                    args=("z", "y", "batch")),
         ]
+
+
+def _vector_columns(problem: Problem) -> bool:
+    """Whether four consecutive GEMM columns are four consecutive, 16-byte aligned input pixels of one image (a 1x1
+    layer with stride 1, no padding, HW % 4 == 0): the kernels that read x in place then copy 16 bytes at a time."""
+    return problem.K == 1 and problem.stride == 1 and problem.pad == 0 and (problem.H * problem.W) % 4 == 0
+
+
+def _mma_sync_refusal(params: dict) -> str:
+    return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
+            f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
+
+
+def _split_k_launches(weights: Launch, gemm: Launch, problem: Problem, batch: int) -> list[Launch]:
+    """Weight reorder, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between."""
+    if gemm.grid[2] == 1:
+        return [weights, gemm]
+    outputs = batch * problem.M * problem.Hout * problem.Wout
+    zero = Launch(kernel=f"{gemm.kernel}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1), block=(256, 1, 1),
+                  args=("y", "batch"))
+    return [weights, zero, gemm]
 
 
 def _columns(problem: Problem, batch: int) -> int:

@@ -24,6 +24,24 @@ def test_compiles_cleanly(variant, params):
         assert usage["spill_store_bytes"] == 0
 
 
+# The pipelined GEMMs on the suite's kinds of layer (the test PROBLEM, C = 3, takes mma_nchw's gather path only):
+# a 3x3, a strided 1x1 projection and a first layer, in their largest settings, without a spill.
+SUITE_LAYERS = ["resnet50-3x3-64-64-56", "resnet50-1x1-512-1024-28-s2", "resnet50-conv1"]
+PIPELINED = [("implicit_gemm_async", {"bk": 16, "stages": 4, "split": 4}),
+             *((name, {"precision": precision, "bk": bk, "stages": 4})
+               for name, bk in (("mma_nhwc", 64), ("mma_nchw", 32)) for precision in ("fp16", "tf32"))]
+
+
+@pytest.mark.parametrize("layer", SUITE_LAYERS)
+@pytest.mark.parametrize("variant,params", PIPELINED,
+                         ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in PIPELINED])
+def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
+    kernel = render(variant, get_problem(layer), params)
+    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    for name in kernel.kernel_names:
+        assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
+
+
 @pytest.mark.parametrize("preset", ["fmnist-conv1", "fmnist-conv2", "batch3x3", "toycnn", "k7net-conv2"])
 def test_presets_compile_to_ptx(preset):
     kernel = render("shared_weights", get_problem(preset), {"unroll": "both"})
@@ -77,3 +95,4 @@ def test_wmma_nhwc_with_padded_channels_compiles(params):
     compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
     assert "warning" not in compiled.log.lower(), compiled.log
     assert all(compiled.resources[name]["spill_store_bytes"] == 0 for name in kernel.kernel_names)
+

@@ -22,6 +22,7 @@ SHAPES = [
     Problem(B=2, C=3, M=16, H=31, W=29, K=7, pad=3, stride=2, name="k7-stride2"),  # a ResNet first layer, small
     Problem(B=2, C=32, M=32, H=15, W=15, K=3, pad=1, stride=2, name="3x3-stride2"),
     Problem(B=3, C=64, M=32, H=14, W=13, K=1, pad=0, stride=2, name="1x1-stride2"),  # a projection shortcut
+    Problem(B=3, C=48, M=40, H=12, W=10, K=1, pad=0, name="1x1-hw120"),  # 16-byte copies of 4 pixels, C and M ragged
 ]
 
 

@@ -231,3 +231,58 @@ def test_wmma_nhwc_pads_the_channels_to_its_k_step():
     wide = render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
     assert "constexpr int CP = 64;" in wide.source  # bk=64 on 32 channels: 32 zero channels
     assert "cp.async.cg.shared.global" in kernel.source and kernel.sim_unsupported
+
+
+def test_pipelined_gemms_split_k_zeroes_y_first():
+    """split > 1: a zero kernel between the weight reorder and the GEMM, whose grid's z is the split."""
+    toycnn = get_problem("toycnn")
+    for name, weights in (("implicit_gemm_async", "wt"), ("mma_nchw", "wh")):
+        whole = render(name, toycnn, {"split": 1}).launches(2)
+        assert [launch.kernel for launch in whole] == [f"conv2d_{name}_w", f"conv2d_{name}"]
+        assert whole[1].grid[2] == 1 and whole[1].args == ("x", weights, "y", "batch")
+        kernel = render(name, toycnn, {"split": 4})
+        weights_launch, zero, gemm = kernel.launches(2)
+        assert zero.kernel == f"conv2d_{name}_zero" and zero.args == ("y", "batch")
+        assert zero.grid == (4096, 1, 1) and gemm.grid[2] == 4  # a grid-stride loop over 2 x 256 x 224 x 224
+        assert gemm.grid[:2] == whole[1].grid[:2] and "atomicAdd" in kernel.source
+        assert "atomicAdd" not in render(name, toycnn, {"split": 1}).source
+
+
+def test_implicit_gemm_async_pads_channels_and_output_channels():
+    p = Problem(B=2, C=20, M=6, H=9, W=9, K=3, pad=1)
+    kernel = render("implicit_gemm_async", p, {"bk": 16, "tile_m": 64, "tile_n": 128, "stages": 3})
+    assert "constexpr int CP = 32, MP = 8;" in kernel.source  # C to bk's multiple, M to 4s (16-byte rows)
+    assert kernel.workspace(2) == {"wt": 32 * 9 * 8}
+    w, gemm = kernel.launches(2)
+    assert w.grid == (-(-32 * 9 * 8 // 256), 1, 1)
+    assert gemm.grid == (-(-2 * 81 // 128), 1, 1) and gemm.dynamic_smem == 4 * 3 * 16 * (64 + 128)
+
+
+def test_mma_nchw_k_depth_gathers_a_first_layer():
+    """C < bk: k = (ky, kx, c) unpadded per tap, K*K*C padded once; else each tap's channels padded to bk."""
+    first = get_problem("resnet50-conv1")  # C = 3, 7 x 7
+    fp16 = render("mma_nchw", first, {"precision": "fp16", "bk": 32})
+    assert "constexpr int KDIM = 160, KSTEPS = KDIM / BK;" in fp16.source  # 147 rows -> 160, not 49 x 32
+    assert fp16.workspace(1) == {"wh": 64 * 160 * 2 // 4}  # halves, in floats
+    tf32 = render("mma_nchw", get_problem("resnet50-3x3-64-64-56"), {"precision": "tf32", "bk": 16})
+    assert "constexpr int CSTEPS = CP / BK" in tf32.source and tf32.workspace(1) == {"wh": 64 * 64 * 9}
+    _, gemm = tf32.launches(1)
+    assert gemm.dynamic_smem == 3 * (128 * (16 + 4) * 4 + 16 * (128 + 8) * 4)
+
+
+def test_mma_sync_kernels_are_refused_by_the_simulator_by_name():
+    for name in ("mma_nhwc", "mma_nchw"):
+        for precision, shape in (("fp16", "m16n8k16"), ("tf32", "m16n8k8")):
+            reason = render(name, NHWC_PROBLEM, {"precision": precision}).sim_unsupported
+            assert "ldmatrix" in reason and shape in reason and "sm_70" in reason
+        assert "streams=" in render(name, NHWC_PROBLEM, {"streams": 2}).sim_unsupported
+    assert render("implicit_gemm_async", NHWC_PROBLEM).sim_unsupported == ""
+
+
+def test_in_place_kernels_copy_four_pixels_only_where_they_are_contiguous():
+    """1x1, stride 1, no padding, HW % 4 == 0: four columns are one image's four aligned pixels (16-byte copies)."""
+    vector = "16-byte cp.async copies of four pixels"
+    for name in ("implicit_gemm_async", "mma_nchw"):
+        assert vector in render(name, get_problem("resnet50-1x1-256-64-56")).source
+        for layer in ("resnet50-1x1-2048-512-7", "resnet50-1x1-256-512-56-s2", "resnet50-3x3-64-64-56"):
+            assert vector not in render(name, get_problem(layer)).source  # HW = 49; a stride; a 3x3 window
