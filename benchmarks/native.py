@@ -15,6 +15,7 @@ on S streams, and on one stream) from the same run.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from simflow.backends import RunOptions  # noqa: E402
-from simflow.backends.gpu import GpuBackend  # noqa: E402
+from simflow.backends.gpu import CACHE_ROTATION_BYTES, HOLD_US, GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
 from simflow.problems import get_problem  # noqa: E402
 from simflow.variants import VARIANTS  # noqa: E402
@@ -206,22 +207,35 @@ def time_cudnn(problem, repeats: int, precision: str = "float32") -> float | Non
     torch.backends.cudnn.benchmark = True
     dtype = torch.float16 if precision == "float16" else torch.float32
     gen = torch.Generator(device="cuda").manual_seed(0)
-    x = (torch.rand(problem.input_shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
-    w = (torch.rand(problem.weight_shape, device="cuda", generator=gen) * 2 - 1).to(dtype)
+    # Timed as simflow's runs are (GpuBackend._execute): input sets rotated so that they cover twice the L2
+    # (a small layer's input would otherwise be read from the cache), each repeat queued behind a hold kernel
+    # so that the host's enqueue time is not timed.
+    elem = 2 if dtype == torch.float16 else 4
+    layer_bytes = elem * sum(math.prod(s) for s in (problem.input_shape, problem.weight_shape, problem.output_shape))
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
+    sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2 / layer_bytes)))
+    inputs = [((torch.rand(problem.input_shape, device="cuda", generator=gen) * 2 - 1).to(dtype),
+               (torch.rand(problem.weight_shape, device="cuda", generator=gen) * 2 - 1).to(dtype)) for _ in range(sets)]
     conv = torch.nn.functional.conv2d
     with torch.no_grad():
-        for _ in range(3):
-            conv(x, w, padding=problem.pad, stride=problem.stride)
-        torch.cuda.synchronize()
+        enqueue = []
+        for i in range(3):
+            t0 = time.perf_counter()
+            conv(*inputs[i % sets], padding=problem.pad, stride=problem.stride)
+            enqueue.append(time.perf_counter() - t0)
+            torch.cuda.synchronize()
+        # the last warm-up's enqueue: the first call also picks cuDNN's algorithm (benchmark mode), synchronously
+        hold_cycles = int(2e9 * max(HOLD_US * 1e-6, 4 * enqueue[-1]))  # cycles at ~2 GHz: a longer hold is harmless
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         times = []
-        for _ in range(repeats):
+        for i in range(repeats):
+            torch.cuda._sleep(hold_cycles)
             start.record()
-            conv(x, w, padding=problem.pad, stride=problem.stride)
+            conv(*inputs[i % sets], padding=problem.pad, stride=problem.stride)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
-    del x, w
+    del inputs
     torch.cuda.empty_cache()
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False

@@ -96,3 +96,10 @@ def test_wmma_nhwc_with_padded_channels_compiles(params):
     assert "warning" not in compiled.log.lower(), compiled.log
     assert all(compiled.resources[name]["spill_store_bytes"] == 0 for name in kernel.kernel_names)
 
+
+def test_the_timing_hold_kernel_compiles():
+    """GpuBackend queues each timed repeat behind it (so host enqueue time is not timed): it must build."""
+    from simflow.backends.gpu import HOLD_SOURCE
+
+    compiled = compile_kernel(HOLD_SOURCE, "sm_90", "hold-kernel-test", toolkit=MODERN_NVCC)
+    assert compiled.resources["simflow_hold"]["registers"] > 0
