@@ -31,8 +31,8 @@ PYCUDA_HELP = (
 )
 COMPILE_OPTIONS = ("-O3",)
 CACHE_ROTATION_BYTES = 2  # times the L2 size that rotated input sets must cover
-# Each timed repeat is queued behind a one-thread kernel that spins this long (or 4x the longest host enqueue
-# seen in the warm-up, if longer), so the host's time to enqueue the launches - tens of microseconds from
+# Each timed repeat is queued behind a one-thread kernel that spins this long (or 4x the host enqueue time of
+# the last warm-up, if longer), so the host's time to enqueue the launches - tens of microseconds from
 # Python, per launch - is not timed as GPU idle between the events (a variant of several kernels on a small
 # layer would otherwise be timed mostly as launch gaps).
 HOLD_US = 200
