@@ -524,7 +524,8 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 class ImplicitGemmAsyncVariant(Variant):
     """fp32 implicit GEMM with k ordered tap-major, so a k step is BK channels of one tap: each thread's column
     is decomposed once and a step costs one bounds test, no division (the route that made wmma_nhwc fast),
-    with x read where it lies by 4-byte cp.async copies into a multi-stage pipeline; weights reordered once
+    with x read where it lies by cp.async copies (4 bytes, or 16 of four pixels on a 1x1 stride-1 layer) into a
+    multi-stage pipeline; weights reordered once
     (wt[k][m], a small kernel). split > 1 divides the k steps among blocks that add into y (layers with few
     output tiles and long k: the 7x7 and 14x14 ResNet layers)."""
 
@@ -583,7 +584,7 @@ class MmaNchwVariant(Variant):
     @staticmethod
     def kdim(problem: Problem, params: dict) -> int:
         """GEMM depth: taps x channels padded to a multiple of bk, or, with fewer channels than bk (a first
-        layer), K * K * C itself padded to a multiple of bk (each k row then finds its tap by division)."""
+        layer), K * K * C itself padded to a multiple of bk (a thread steps its rows' (ky, kx, c) on)."""
         bk = params["bk"]
         if problem.C < bk:
             return bk * math.ceil(problem.K * problem.K * problem.C / bk)
