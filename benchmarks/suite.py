@@ -43,13 +43,15 @@ CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision.
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "tile_n": 64}), ("mma_nchw", {"precision": "tf32", "bk": 16}),
              ("mma_nchw", {"precision": "tf32", "split": 4}), ("mma_nhwc", {"precision": "tf32"}),
-             ("mma_nhwc", {"precision": "tf32", "stages": 4}),
+             ("mma_nhwc", {"precision": "tf32", "stages": 4}), ("mma_nhwc", {"precision": "tf32", "split": 2}),
+             ("mma_nhwc", {"precision": "tf32", "split": 4}),
              # bk=16 with the smaller tiles: added when TF32 bk=32 lost its 2 blocks an SM (it spilled at 128 registers)
              ("mma_nchw", {"precision": "tf32", "bk": 16, "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "bk": 16, "tile_n": 64})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 ("mma_nchw", {"precision": "fp16", "bk": 16}), ("mma_nchw", {"precision": "fp16", "split": 4}),
                 ("mma_nchw", {"precision": "fp16", "stages": 4}), ("mma_nhwc", {"precision": "fp16"}),
+                ("mma_nhwc", {"precision": "fp16", "split": 2}), ("mma_nhwc", {"precision": "fp16", "split": 4}),
                 ("wmma_nhwc", {"precision": "fp16"})],
 }
 

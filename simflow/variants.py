@@ -502,7 +502,9 @@ class WmmaNhwcVariant(WmmaVariant):
 class MmaNhwcVariant(WmmaNhwcVariant):
     """Tensor cores through inline PTX mma.sync (m16n8k16 half, m16n8k8 TF32) on the same channel-last
     copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
-    to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK."""
+    to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK.
+    split-K as implicit_gemm_async (the 3x3 layers at 14x14 and 7x7 fill two fifths to three quarters of an H200's
+    SMs with one block each)."""
 
     def check(self, problem: Problem, params: dict) -> None:
         pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
@@ -518,6 +520,11 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 
     def sim_unsupported(self, params: dict) -> str:
         return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        *copies, gemm = super().launches(kernel, batch)
+        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]))
+        return _split_k_launches(copies, gemm, kernel.problem, batch)
 
 
 @dataclass(frozen=True)
@@ -558,7 +565,7 @@ class ImplicitGemmAsyncVariant(Variant):
         gemm = Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]),
                                          params["split"]),
                       block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch"))
-        return _split_k_launches(weights, gemm, p, batch)
+        return _split_k_launches([weights], gemm, p, batch)
 
 
 @dataclass(frozen=True)
@@ -612,7 +619,7 @@ class MmaNchwVariant(Variant):
                          args=("w", "wh"))
         gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
                       block=(256, 1, 1), dynamic_smem=smem, args=("x", "wh", "y", "batch"))
-        return _split_k_launches(weights, gemm, p, batch)
+        return _split_k_launches([weights], gemm, p, batch)
 
 
 # Winograd F(m, 3) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
@@ -793,14 +800,14 @@ def _mma_sync_refusal(params: dict) -> str:
             f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
 
 
-def _split_k_launches(weights: Launch, gemm: Launch, problem: Problem, batch: int) -> list[Launch]:
-    """Weight reorder, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between."""
+def _split_k_launches(before: list[Launch], gemm: Launch, problem: Problem, batch: int) -> list[Launch]:
+    """The operand copies, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between."""
     if gemm.grid[2] == 1:
-        return [weights, gemm]
+        return [*before, gemm]
     outputs = batch * problem.M * problem.Hout * problem.Wout
     zero = Launch(kernel=f"{gemm.kernel}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1), block=(256, 1, 1),
                   args=("y", "batch"))
-    return [weights, zero, gemm]
+    return [*before, zero, gemm]
 
 
 def _columns(problem: Problem, batch: int) -> int:

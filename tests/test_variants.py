@@ -234,17 +234,19 @@ def test_wmma_nhwc_pads_the_channels_to_its_k_step():
 
 
 def test_pipelined_gemms_split_k_zeroes_y_first():
-    """split > 1: a zero kernel between the weight reorder and the GEMM, whose grid's z is the split."""
+    """split > 1: a zero kernel between the operand copies and the GEMM, whose grid's z is the split."""
     toycnn = get_problem("toycnn")
-    for name, weights in (("implicit_gemm_async", "wt"), ("mma_nchw", "wh")):
+    for name, copies, x, weights in (("implicit_gemm_async", ["_w"], "x", "wt"), ("mma_nchw", ["_w"], "x", "wh"),
+                                     ("mma_nhwc", ["_x", "_w"], "xh", "wh")):
         whole = render(name, toycnn, {"split": 1}).launches(2)
-        assert [launch.kernel for launch in whole] == [f"conv2d_{name}_w", f"conv2d_{name}"]
-        assert whole[1].grid[2] == 1 and whole[1].args == ("x", weights, "y", "batch")
+        assert [launch.kernel for launch in whole] == [f"conv2d_{name}{c}" for c in copies] + [f"conv2d_{name}"]
+        assert whole[-1].grid[2] == 1 and whole[-1].args == (x, weights, "y", "batch")
         kernel = render(name, toycnn, {"split": 4})
-        weights_launch, zero, gemm = kernel.launches(2)
+        *before, zero, gemm = kernel.launches(2)
+        assert before == whole[:-1]
         assert zero.kernel == f"conv2d_{name}_zero" and zero.args == ("y", "batch")
         assert zero.grid == (4096, 1, 1) and gemm.grid[2] == 4  # a grid-stride loop over 2 x 256 x 224 x 224
-        assert gemm.grid[:2] == whole[1].grid[:2] and "atomicAdd" in kernel.source
+        assert gemm.grid[:2] == whole[-1].grid[:2] and "atomicAdd" in kernel.source
         assert "atomicAdd" not in render(name, toycnn, {"split": 1}).source
 
 
