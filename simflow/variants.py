@@ -105,6 +105,7 @@ class Kernel:
     output: str = "conv"  # what y holds: "conv", or "conv_relu_pool" (see reference.OPS)
     family: Variant | None = field(default=None, repr=False, compare=False)  # the Variant that rendered it
     tolerance: Tolerance | None = None  # the elementwise check's bound (None: the precision's, TOLERANCE)
+    io: str = "float32"  # element type of x, w and y in device memory ("float16": a half network's tensors)
 
     @property
     def check_tolerance(self) -> Tolerance:
@@ -214,6 +215,8 @@ class Variant:
 
     def sim_unsupported(self, params: dict) -> str:
         """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
+        if params.get("io", "float32") != "float32":
+            return f"io={params['io']}: the simulator's host program passes float32 tensors; simulate with io=float32"
         if params.get("streams"):
             return (f"streams={params['streams']} times host-device copies overlapped with kernels, and GPGPU-Sim "
                     "does not time copies (cudaMemcpy is functional only, outside the simulated cycles); "
@@ -254,6 +257,7 @@ class Variant:
             output=self.fixed.get("output", "conv"),
             family=self,
             tolerance=self.tolerance(problem, resolved),
+            io=resolved.get("io", "float32"),
         )
 
 
@@ -573,10 +577,23 @@ class MmaNchwVariant(Variant):
     """Tensor cores through inline PTX mma.sync reading x in place (float32, NCHW) as implicit_gemm_async
     does, converting to half or TF32 as fragments are loaded: no channel-last copy of x (that pass cost more
     than cuDNN's whole 1x1 layer). Weights are copied once (wh[m][tap][c], 16-byte rows for ldmatrix).
-    Any M (rows past it are zeros), C padded to a multiple of bk; split-K as implicit_gemm_async."""
+    Any M (rows past it are zeros), C padded to a multiple of bk; split-K as implicit_gemm_async. io=float16:
+    x, w and y are half in device memory (what a half network passes between layers), x copied 8 bytes (four
+    pixels) at a time and B fragments loaded by ldmatrix.trans; on 1x1 stride-1 layers with H*W a multiple of 4
+    (memory-bound, where the bytes are the time), without split-K (partial sums would be rounded to half)."""
 
     def check(self, problem: Problem, params: dict) -> None:
-        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        if params["io"] == "float16":
+            if params["precision"] != "fp16" or params["split"] != 1:
+                raise LimitError("mma_nchw io=float16 (half tensors in, half out)",
+                                 f"precision={params['precision']}, split={params['split']}", "precision=fp16, split=1",
+                                 "use io=float32 for TF32 or split-K (split-K would round partial sums to half)")
+            if not _vector_columns(problem):
+                raise LimitError("layers mma_nchw io=float16 takes (8-byte copies of four pixels)",
+                                 f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, "
+                                 f"H*W={problem.H * problem.W}", "K=1, stride=1, pad=0, H*W a multiple of 4",
+                                 "use io=float32 on this layer")
 
     def precision_of(self, params: dict) -> str:
         return "float16" if params["precision"] == "fp16" else "tf32"
@@ -600,6 +617,7 @@ class MmaNchwVariant(Variant):
     def extra_context(self, problem: Problem, params: dict) -> dict:
         gather = problem.C < params["bk"]
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
+                "half_io": params["io"] == "float16",
                 "cp": problem.C if gather else params["bk"] * math.ceil(problem.C / params["bk"]),
                 "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and _vector_columns(problem)}
 
@@ -612,8 +630,13 @@ class MmaNchwVariant(Variant):
         kdim = self.kdim(p, params)
         columns = _columns(p, batch)
         eb, bk, bm, bn = self.element_bytes(params), params["bk"], params["tile_m"], params["tile_n"]
-        ldb = bn + (4 if params["precision"] == "fp16" else 8)
-        smem = params["stages"] * (bm * (bk + 16 // eb) * eb + bk * ldb * 4)
+        if params["io"] == "float16":  # Bs in half, rows skewed by 16 bytes
+            b_tile = bk * (bn + 8) * 2
+        else:
+            b_tile = bk * (bn + (4 if params["precision"] == "fp16" else 8)) * 4
+        smem = params["stages"] * (bm * (bk + 16 // eb) * eb + b_tile)
+        if params["io"] == "float16":  # the epilogue's half tiles of 8 warps, (bm / 2) x (bn / 4 + 8) each
+            smem = max(smem, 8 * (bm // 2) * (bn // 4 + 8) * 2)
         name = f"conv2d_{self.name}"
         weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
                          args=("w", "wh"))

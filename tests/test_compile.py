@@ -1,11 +1,13 @@
 """Every variant x parameter combination compiles with the machine's real nvcc (sm_90 cubin)."""
 
+import itertools
+
 import pytest
 from hardware import MODERN_NVCC, requires_nvcc
 from test_variants import ALL, PROBLEM, problem_for
 
 from simflow.errors import ToolError
-from simflow.problems import get_problem
+from simflow.problems import Problem, get_problem
 from simflow.toolkits import compile_kernel, parse_ptxas_log
 from simflow.variants import render
 
@@ -43,6 +45,20 @@ def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
 
 
+HALF_IO = [{"precision": "fp16", "io": "float16", "tile_m": m, "tile_n": n, "bk": bk, "stages": stages}
+           for m, n, bk, stages in itertools.product((128, 64), (128, 64), (32, 16), (3, 2, 4))]
+
+
+@pytest.mark.parametrize("params", HALF_IO, ids=["-".join(map(str, p.values())) for p in HALF_IO])
+def test_mma_nchw_half_io_compiles_without_spills(params):
+    """io=float16 only renders on 1x1 stride-1 layers (test_compiles_cleanly's problem is 5x5): every setting here."""
+    kernel = render("mma_nchw", Problem(B=2, C=40, M=24, H=6, W=10, K=1, name="1x1-ragged"), params)
+    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    assert "warning" not in compiled.log.lower(), compiled.log
+    for name in kernel.kernel_names:
+        assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
+
+
 def _entry(ptx: str, name: str) -> str:
     """The PTX body of one kernel."""
     return ptx.split(f".entry {name}(")[1].split(".entry ")[0]
@@ -50,19 +66,22 @@ def _entry(ptx: str, name: str) -> str:
 
 # 8- and 16-byte stores of y written as float2/float4 through reinterpret_cast came out of nvcc (11.8 and 13)
 # as 4-byte ones in these kernels: half of each 32-byte sector sent to L2 unused (Nsight Compute, H200).
-VECTOR_STORES = [("implicit_gemm_async", {}, "v4"), ("regtile", {"outputs": 4, "rows": 8}, "v4"),
-                 ("mma_nchw", {"precision": "fp16"}, "v2"), ("mma_nhwc", {"precision": "tf32"}, "v2")]
+# Half y (io=float16) goes out through shared memory in 16-byte rows: 4-byte half2 stores also filled half a sector.
+VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 4, "rows": 8}, "v4.f32"),
+                 ("mma_nchw", {"precision": "fp16"}, "v2.f32"), ("mma_nhwc", {"precision": "tf32"}, "v2.f32"),
+                 ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32")]
 
 
-@pytest.mark.parametrize("variant,params,width", VECTOR_STORES, ids=[v for v, _, _ in VECTOR_STORES])
-def test_output_stores_stay_vector(variant, params, width):
+@pytest.mark.parametrize("variant,params,vector", VECTOR_STORES,
+                         ids=[f"{v}-{'-'.join(map(str, p.values()))}" for v, p, _ in VECTOR_STORES])
+def test_output_stores_stay_vector(variant, params, vector):
     problem = get_problem("resnet50-1x1-64-256-56" if variant != "regtile" else "fmnist-conv1").with_batch(2)
     kernel = render(variant, problem, params)
     compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("ptx",)), output="ptx")
     body = _entry(compiled.path.read_text(), f"conv2d_{variant}")
-    assert f"st.global.wb.{width}.f32" in body
+    assert f"st.global.wb.{vector}" in body
     if variant != "regtile":  # regtile's tail columns (past a multiple of 4) are stored one by one
-        assert "st.global.f32" not in body
+        assert not any(f"st.global.{kind} " in body for kind in ("f32", "b32", "u32", "b16", "u16"))
 
 
 @pytest.mark.parametrize("preset", ["fmnist-conv1", "fmnist-conv2", "batch3x3", "toycnn", "k7net-conv2"])

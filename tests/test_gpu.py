@@ -171,6 +171,31 @@ def test_streams_split_the_batch_and_overlap_copies(gpu, variant, params):
                                         RunOptions(repeats=1)).metrics  # streams=0: kernels only
 
 
+HALF_IO_SHAPES = [SHAPES[-1], Problem(B=2, C=256, M=128, H=28, W=28, K=1, name="1x1-256-128-28")]
+
+
+@pytest.mark.parametrize("problem", HALF_IO_SHAPES, ids=[p.name for p in HALF_IO_SHAPES])
+@pytest.mark.parametrize("params", [{}, {"tile_m": 64, "bk": 16}, {"tile_n": 64, "stages": 4}, {"stages": 2}])
+def test_mma_nchw_half_io_matches_reference(gpu, params, problem):
+    """io=float16: half x and w in, half y out, against the float64 reference of the same half values; the
+    bytes behind GB/s are halves."""
+    kernel = VARIANTS["mma_nchw"].render(problem, {"precision": "fp16", "io": "float16", **params})
+    result = gpu.run(kernel, problem.B, RunOptions(seed=5, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+    gbps = problem.min_bytes("float16") / (result.metrics["time_ms"] * 1e-3) / 1e9
+    assert result.metrics["gbps"] == pytest.approx(gbps)
+
+
+def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):
+    """streams with io=float16: the page-locked host copies are half, and the split run's y passes the check."""
+    problem = Problem(B=6, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120-b6")
+    kernel = VARIANTS["mma_nchw"].render(problem, {"precision": "fp16", "io": "float16", "streams": 2})
+    result = gpu.run(kernel, problem.B, RunOptions(seed=2, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.metrics["h2d_gbps"] == pytest.approx(problem.B * 48 * 120 * 2 / (result.metrics["h2d_ms"] * 1e6))
+
+
 def test_more_streams_than_images_is_refused(gpu):
     problem = get_problem("fmnist-conv2", batch=2)
     result = gpu.run(VARIANTS["regtile"].render(problem, {"streams": 4}), problem.B, RunOptions(repeats=1))

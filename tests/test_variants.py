@@ -281,6 +281,26 @@ def test_mma_sync_kernels_are_refused_by_the_simulator_by_name():
     assert render("implicit_gemm_async", NHWC_PROBLEM).sim_unsupported == ""
 
 
+def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
+    """io=float16: x, w, y half in device memory; 8-byte copies of four pixels, ldmatrix.trans B, half2 stores."""
+    layer = get_problem("resnet50-1x1-256-64-56")
+    kernel = render("mma_nchw", layer, {"precision": "fp16", "io": "float16"})
+    assert kernel.io == "float16" and render("mma_nchw", layer, {"precision": "fp16"}).io == "float32"
+    source = kernel.source
+    assert "typedef half x_t;" in source and "(const x_t* __restrict__ x," in source and "x_t* __restrict__ y" in source
+    assert "copy8(Bs" in source and "ldmatrix4_trans(r, Bs" in source and "__floats2half2_rn(" in source
+    assert "_w(const half* __restrict__ w" in source and "pack(" not in source
+    _, gemm = kernel.launches(1)
+    assert gemm.dynamic_smem == 3 * (128 * (32 + 8) * 2 + 32 * (128 + 8) * 2)  # both tiles half
+    assert "io=float16" in kernel.sim_unsupported
+    for params in ({"precision": "tf32"}, {"split": 2}):
+        with pytest.raises(LimitError, match="precision=fp16, split=1"):
+            render("mma_nchw", layer, {"precision": "fp16", "io": "float16", **params})
+    for other in ("resnet50-1x1-2048-512-7", "resnet50-1x1-256-512-56-s2", "resnet50-3x3-64-64-56"):
+        with pytest.raises(LimitError, match="K=1, stride=1, pad=0, H.W a multiple of 4; use io=float32"):
+            render("mma_nchw", get_problem(other), {"io": "float16"})
+
+
 def test_in_place_kernels_copy_four_pixels_only_where_they_are_contiguous():
     """1x1, stride 1, no padding, HW % 4 == 0: four columns are one image's four aligned pixels (16-byte copies)."""
     vector = "16-byte cp.async copies of four pixels"

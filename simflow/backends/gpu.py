@@ -203,7 +203,7 @@ class GpuBackend(Backend):
         """Every output element against a float64 reference computed on this GPU; a seeded sample
         checked on the host instead when options.sample_check."""
         if options.sample_check:
-            x, w = make_inputs(problem, options.seed)
+            x, w = make_inputs(problem, options.seed, np.dtype(kernel.io))
             return check_output(problem, x, w, y_host, kernel.precision, seed=options.seed, method="sample",
                                 op=kernel.output, tolerance=kernel.check_tolerance)
         flat = y_host.reshape(-1)
@@ -258,18 +258,21 @@ class GpuBackend(Backend):
             result.environment[prefix + "occupancy_limited_by"] = occ.limited_by
 
     def _execute(self, kernel, problem, module, functions, launches, options: RunOptions, result) -> None:
-        x, w = make_inputs(problem, options.seed)
+        io = np.dtype(kernel.io)  # x, w and y in device memory; the reference reads float32 copies of the same values
+        x, w = make_inputs(problem, options.seed, io)
         out_shape = kernel.output_shape(problem.B)
         out_elems = int(np.prod(out_shape))
         # Inputs that fit in L2 would be timed from the cache: rotate over several copies.
         l2 = getattr(drv.device_attribute, "L2_CACHE_SIZE", None)
         l2_bytes = self.device.get_attribute(l2) if l2 is not None else 64 << 20
-        sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2_bytes / problem.min_bytes())))
+        sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2_bytes / problem.min_bytes(kernel.io))))
         workspace = {name: drv.mem_alloc(4 * count) for name, count in kernel.workspace(problem.B).items()}
         buffers = []
         for _ in range(sets):
-            y = drv.mem_alloc(out_elems * 4)
+            y = drv.mem_alloc(out_elems * io.itemsize)
             buffers.append({"x": drv.to_device(x), "w": drv.to_device(w), "y": y})
+        reference = buffers[0] if io == np.float32 else {"x": drv.to_device(x.astype(np.float32)),
+                                                         "w": drv.to_device(w.astype(np.float32))}
         for symbol, host in kernel.constant_symbols.items():
             ptr, size = module.get_global(symbol)
             data = {"w": w}[host]
@@ -284,13 +287,16 @@ class GpuBackend(Backend):
                 func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
 
         # Correctness: poison the output with NaN, run once, compare with the reference.
-        drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
+        if io == np.float16:
+            drv.memset_d16(buffers[0]["y"], 0x7E00, out_elems)
+        else:
+            drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
         launch_all(buffers[0])
         self.context.synchronize()
-        y_host = np.empty(out_shape, dtype=np.float32)
+        y_host = np.empty(out_shape, dtype=io)
         drv.memcpy_dtoh(y_host, buffers[0]["y"])
         if options.check:
-            result.judge(self._check(kernel, problem, buffers[0], y_host, options))
+            result.judge(self._check(kernel, problem, reference, y_host.astype(np.float32, copy=False), options))
 
         # Timing: warm-up, then one event pair per repeat, queued behind the hold kernel; median, min, max.
         enqueue_us = []
@@ -321,27 +327,27 @@ class GpuBackend(Backend):
         result.add("repeats", options.repeats)
         result.add("input_sets", sets)
         result.add("gflops", problem.flops / (median * 1e-3) / 1e9, "GFLOP/s")
-        result.add("gbps", problem.min_bytes() / (median * 1e-3) / 1e9, "GB/s")
+        result.add("gbps", problem.min_bytes(kernel.io) / (median * 1e-3) / 1e9, "GB/s")
         for buf in workspace.values():
             buf.free()
         streams = kernel.params.get("streams", 0)
         if streams:
-            self._time_transfers(kernel, problem, functions, x, w, buffers[0], streams, options, result)
-        for bufs in buffers:
+            self._time_transfers(kernel, problem, functions, x, w, buffers[0], reference, streams, options, result)
+        for bufs in buffers + ([] if reference is buffers[0] else [reference]):
             for buf in bufs.values():
                 buf.free()
 
-    def _time_transfers(self, kernel, problem, functions, x, w, device: dict, streams: int, options: RunOptions,
-                        result: RunResult) -> None:
+    def _time_transfers(self, kernel, problem, functions, x, w, device: dict, reference: dict, streams: int,
+                        options: RunOptions, result: RunResult) -> None:
         """The whole layer from host to host: copy x in, run the kernels, copy y out, with the batch split into
         `streams` chunks on as many streams so one chunk's copies overlap another's kernels; timed against
         the same work on one stream (copies and kernels in series) and each copy alone, in this run. Host
         buffers are page-locked (copies from pageable memory cannot overlap). Weights stay on the device."""
         out_shape = kernel.output_shape(problem.B)
-        x_host = drv.pagelocked_empty(x.shape, np.float32)
+        x_host = drv.pagelocked_empty(x.shape, x.dtype)
         x_host[...] = x
-        y_host = drv.pagelocked_empty(out_shape, np.float32)
-        x_image, y_image = x[0].nbytes, int(np.prod(out_shape[1:])) * 4
+        y_host = drv.pagelocked_empty(out_shape, x.dtype)
+        x_image, y_image = x[0].nbytes, int(np.prod(out_shape[1:])) * x.dtype.itemsize
 
         def plan(count: int) -> list[tuple]:
             """Per stream: (stream, first image, images, launches, workspace); chunks differ by one image at most."""
@@ -405,7 +411,7 @@ class GpuBackend(Backend):
         result.add("pipeline_ms", pipelined_ms, "ms")
         result.add("pipeline_speedup", serial_ms / pipelined_ms, "x")
         if options.check:  # what the split run left in y_host, against the reference; the metrics stay the first run's
-            check = self._check(kernel, problem, device, np.asarray(y_host), options)
+            check = self._check(kernel, problem, reference, np.asarray(y_host).astype(np.float32, copy=False), options)
             if not check.passed and result.status == "passed":
                 result.status = "wrong_result"
                 result.reason = f"with the batch split over {streams} streams: {check.reason}"
