@@ -508,10 +508,16 @@ class MmaNhwcVariant(WmmaNhwcVariant):
     copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
     to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK.
     split-K as implicit_gemm_async (the 3x3 layers at 14x14 and 7x7 fill two fifths to three quarters of an H200's
-    SMs with one block each)."""
+    SMs with one block each). io=float16 as mma_nchw's, on any layer whose Hout*Wout is a multiple of 4."""
 
     def check(self, problem: Problem, params: dict) -> None:
-        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
+            if (problem.Hout * problem.Wout) % 4:
+                raise LimitError("output pixels per image of mma_nhwc io=float16 (8- or 16-byte rows of half y)",
+                                 f"Hout*Wout={problem.Hout * problem.Wout}", "a multiple of 4",
+                                 "use io=float32 on this layer")
 
     @staticmethod
     def step_k(params: dict) -> int:
@@ -520,14 +526,18 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         return params["bk"] // (2 if params["precision"] == "tf32" else 1)
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0}
+        return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
+                "half_io": params["io"] == "float16"}
 
     def sim_unsupported(self, params: dict) -> str:
         return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         *copies, gemm = super().launches(kernel, batch)
-        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]))
+        smem = gemm.dynamic_smem
+        if kernel.params["io"] == "float16":
+            smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
+        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]), dynamic_smem=smem)
         return _split_k_launches(copies, gemm, kernel.problem, batch)
 
 
@@ -585,10 +595,7 @@ class MmaNchwVariant(Variant):
     def check(self, problem: Problem, params: dict) -> None:
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
         if params["io"] == "float16":
-            if params["precision"] != "fp16" or params["split"] != 1:
-                raise LimitError("mma_nchw io=float16 (half tensors in, half out)",
-                                 f"precision={params['precision']}, split={params['split']}", "precision=fp16, split=1",
-                                 "use io=float32 for TF32 or split-K (split-K would round partial sums to half)")
+            _check_half_io(self.name, params)
             if not _vector_columns(problem):
                 raise LimitError("layers mma_nchw io=float16 takes (8-byte copies of four pixels)",
                                  f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, "
@@ -635,8 +642,8 @@ class MmaNchwVariant(Variant):
         else:
             b_tile = bk * (bn + (4 if params["precision"] == "fp16" else 8)) * 4
         smem = params["stages"] * (bm * (bk + 16 // eb) * eb + b_tile)
-        if params["io"] == "float16":  # the epilogue's half tiles of 8 warps, (bm / 2) x (bn / 4 + 8) each
-            smem = max(smem, 8 * (bm // 2) * (bn // 4 + 8) * 2)
+        if params["io"] == "float16":
+            smem = max(smem, _half_epilogue_smem(bm, bn))
         name = f"conv2d_{self.name}"
         weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
                          args=("w", "wh"))
@@ -821,6 +828,19 @@ def _vector_columns(problem: Problem) -> bool:
 def _mma_sync_refusal(params: dict) -> str:
     return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
             f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
+
+
+def _check_half_io(variant: str, params: dict) -> None:
+    """io=float16 (half x, w, y) computes in fp16 and without split-K, whose partial sums would be rounded to half."""
+    if params["precision"] != "fp16" or params["split"] != 1:
+        raise LimitError(f"{variant} io=float16 (half tensors in, half out)",
+                         f"precision={params['precision']}, split={params['split']}", "precision=fp16, split=1",
+                         "use io=float32 for TF32 or split-K (split-K would round partial sums to half)")
+
+
+def _half_epilogue_smem(bm: int, bn: int) -> int:
+    """Shared bytes of the half-y epilogue (mma_store_half): 8 warps' (bm / 2) x (bn / 4 + 8) half tiles."""
+    return 8 * (bm // 2) * (bn // 4 + 8) * 2
 
 
 def _split_k_launches(before: list[Launch], gemm: Launch, problem: Problem, batch: int) -> list[Launch]:

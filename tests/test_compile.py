@@ -45,14 +45,19 @@ def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
 
 
-HALF_IO = [{"precision": "fp16", "io": "float16", "tile_m": m, "tile_n": n, "bk": bk, "stages": stages}
-           for m, n, bk, stages in itertools.product((128, 64), (128, 64), (32, 16), (3, 2, 4))]
+HALF_IO = [*(("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": m, "tile_n": n, "bk": bk, "stages": stages})
+             for m, n, bk, stages in itertools.product((128, 64), (128, 64), (32, 16), (3, 2, 4))),
+           *(("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": n, "bk": bk, "stages": stages})
+             for n, bk, stages in itertools.product((128, 256), (32, 64), (3, 2, 4)))]
 
 
-@pytest.mark.parametrize("params", HALF_IO, ids=["-".join(map(str, p.values())) for p in HALF_IO])
-def test_mma_nchw_half_io_compiles_without_spills(params):
-    """io=float16 only renders on 1x1 stride-1 layers (test_compiles_cleanly's problem is 5x5): every setting here."""
-    kernel = render("mma_nchw", Problem(B=2, C=40, M=24, H=6, W=10, K=1, name="1x1-ragged"), params)
+@pytest.mark.parametrize("variant,params", HALF_IO, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in HALF_IO])
+def test_half_io_compiles_without_spills(variant, params):
+    """io=float16 renders on layers test_compiles_cleanly's 5x5 problem is not (mma_nchw: 1x1 stride 1; mma_nhwc:
+    Hout*Wout a multiple of 4): every setting here."""
+    one = variant == "mma_nchw"
+    layer = Problem(B=2, C=40, M=24, H=6, W=10, K=1 if one else 3, pad=0 if one else 1, name="ragged")
+    kernel = render(variant, layer, params)
     compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
     assert "warning" not in compiled.log.lower(), compiled.log
     for name in kernel.kernel_names:

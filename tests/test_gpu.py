@@ -187,6 +187,19 @@ def test_mma_nchw_half_io_matches_reference(gpu, params, problem):
     assert result.metrics["gbps"] == pytest.approx(gbps)
 
 
+NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-ragged-hw120"),
+                    Problem(B=3, C=32, M=48, H=16, W=15, K=3, pad=1, stride=2, name="3x3-stride2-hw64")]
+
+
+@pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
+@pytest.mark.parametrize("params", [{}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4}])
+def test_mma_nhwc_half_io_matches_reference(gpu, params, problem):
+    kernel = VARIANTS["mma_nhwc"].render(problem, {"precision": "fp16", "io": "float16", **params})
+    result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):
     """streams with io=float16: the page-locked host copies are half, and the split run's y passes the check."""
     problem = Problem(B=6, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120-b6")

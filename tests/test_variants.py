@@ -301,6 +301,23 @@ def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
             render("mma_nchw", get_problem(other), {"io": "float16"})
 
 
+def test_mma_nhwc_half_io_reads_half_x_and_writes_half_y():
+    layer = get_problem("resnet50-3x3-256-256-28-s2")  # 14 x 14 outputs: 8-byte rows of half y (196 % 8 != 0)
+    kernel = render("mma_nhwc", layer, {"io": "float16", "tile_n": 256})
+    assert kernel.io == "float16" and "io=float16" in kernel.sim_unsupported
+    assert "_x(const half* __restrict__ x" in kernel.source and "_w(const half* __restrict__ w" in kernel.source
+    assert "half* __restrict__ y, int batch)" in kernel.source
+    assert "constexpr int V = HW % 8 == 0 ? 8 : 4" in kernel.source
+    *_, gemm = kernel.launches(1)
+    assert gemm.dynamic_smem == 3 * (128 + 256) * (32 + 8) * 2  # the pipeline's, above the epilogue's 8 x 64 x 72 x 2
+    small = render("mma_nhwc", layer, {"io": "float16", "stages": 2})
+    assert small.launches(1)[-1].dynamic_smem == 8 * 64 * (32 + 8) * 2 == 2 * (128 + 128) * 40 * 2
+    with pytest.raises(LimitError, match="precision=fp16, split=1"):
+        render("mma_nhwc", layer, {"io": "float16", "split": 2})
+    with pytest.raises(LimitError, match="Hout.Wout=49, the limit is a multiple of 4"):
+        render("mma_nhwc", get_problem("resnet50-3x3-512-512-7"), {"io": "float16"})
+
+
 def test_in_place_kernels_copy_four_pixels_only_where_they_are_contiguous():
     """1x1, stride 1, no padding, HW % 4 == 0: four columns are one image's four aligned pixels (16-byte copies)."""
     vector = "16-byte cp.async copies of four pixels"
