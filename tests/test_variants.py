@@ -282,7 +282,8 @@ def test_mma_sync_kernels_are_refused_by_the_simulator_by_name():
 
 
 def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
-    """io=float16: x, w, y half in device memory; 8-byte copies of four pixels, ldmatrix.trans B, half2 stores."""
+    """io=float16: x, w, y half in device memory; 8-byte copies of four pixels, ldmatrix.trans B, y rounded to half
+    in shared memory and written in 16-byte rows."""
     layer = get_problem("resnet50-1x1-256-64-56")
     kernel = render("mma_nchw", layer, {"precision": "fp16", "io": "float16"})
     assert kernel.io == "float16" and render("mma_nchw", layer, {"precision": "fp16"}).io == "float32"
