@@ -277,9 +277,10 @@ class SharedTileVariant(Variant):
 @dataclass(frozen=True)
 class RegTileVariant(Variant):
     """Direct convolution, register-blocked: a thread computes `outputs` consecutive outputs of a row
-    for every output channel; a block computes `rows` whole output rows of one image and stages the
-    input rows (+ halo) per channel in shared memory; weights live in constant memory so most FMAs
-    take the weight as an immediate constant operand."""
+    for every output channel; a block computes up to `rows` whole output rows (an image's rows spread
+    evenly over its blocks) of `images` images in turn, staging the input rows (+ halo) of one (image,
+    channel) step in shared memory while the previous step computes; weights live in constant memory so
+    most FMAs take the weight as an immediate constant operand."""
 
     MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
     UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
@@ -289,16 +290,25 @@ class RegTileVariant(Variant):
     def block_x(problem: Problem, params: dict) -> int:
         return math.ceil(problem.Wout / params["outputs"])
 
+    @staticmethod
+    def block_rows(problem: Problem, params: dict) -> int:
+        """`rows` at most, the same in every block: rows=16 on 34 output rows is 3 blocks of 12, not 16+16+2."""
+        return math.ceil(problem.Hout / math.ceil(problem.Hout / params["rows"]))
+
+    @staticmethod
+    def stages(problem: Problem, params: dict) -> int:
+        return 2 if problem.C * params["images"] > 1 else 1
+
     def smem_floats(self, problem: Problem, params: dict) -> int:
         in_w = self.block_x(problem, params) * params["outputs"] + problem.K - 1
         if params["outputs"] % 4 == 0:
             in_w = (in_w + 6) // 4 * 4  # 16-byte aligned rows (see the template)
-        tile = (params["rows"] + problem.K - 1) * in_w
+        tile = self.stages(problem, params) * (self.block_rows(problem, params) + problem.K - 1) * in_w
         return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
         _refuse_stride(self.name, problem, "its threads compute consecutive outputs from one staged input row")
-        check_threads((self.block_x(problem, params), params["rows"], 1), _GENERIC_LIMITS,
+        check_threads((self.block_x(problem, params), self.block_rows(problem, params), 1), _GENERIC_LIMITS,
                       "use more outputs per thread or fewer rows per block")
         accumulators = problem.M * params["outputs"]
         if accumulators > self.MAX_ACCUMULATORS:
@@ -312,15 +322,20 @@ class RegTileVariant(Variant):
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         fmas = problem.C * problem.M * problem.K * problem.K * params["outputs"]
+        outputs = params["outputs"]
+        # y stored in whole 16- or 8-byte pieces when the row length and a thread's run allow it
+        vector = next(v for v in (4, 2, 1) if outputs % v == 0 and problem.Wout % v == 0)
         return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS,
-                "block_x": self.block_x(problem, params),
-                "vector_store": params["outputs"] == 4 and problem.Wout % 4 == 0}
+                "block_x": self.block_x(problem, params), "block_rows": self.block_rows(problem, params),
+                "stages": self.stages(problem, params), "store_vector": vector}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
-        p, rows = kernel.problem, kernel.params["rows"]
-        args = ("x", "y", "batch") if kernel.params["weights"] == "constant" else ("x", "w", "y", "batch")
-        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(p.Hout / rows), batch, 1),
-                       block=(self.block_x(p, kernel.params), rows, 1), dynamic_smem=0, args=args)]
+        p, params = kernel.problem, kernel.params
+        args = ("x", "y", "batch") if params["weights"] == "constant" else ("x", "w", "y", "batch")
+        rows = self.block_rows(p, params)
+        grid = (math.ceil(p.Hout / rows), math.ceil(batch / params["images"]), 1)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=grid, block=(self.block_x(p, params), rows, 1),
+                       dynamic_smem=0, args=args)]
 
 
 @dataclass(frozen=True)

@@ -139,12 +139,29 @@ def test_regtile_limits_and_launch():
     k = render("regtile", get_problem("fmnist-conv1"), {"outputs": 4, "rows": 8})
     (launch,) = k.launches(100)
     assert launch.block == (20, 8, 1) and launch.grid == (10, 100, 1) and launch.args == ("x", "y", "batch")
-    assert "float4" in k.source and "#pragma unroll \n  for (int c" in k.source  # channels unrolled, 16-byte stores
-    assert "#pragma unroll 1\n  for (int c" in render("regtile", get_problem("fmnist-conv2"), {"outputs": 4}).source
+    assert "float4" in k.source and "#pragma unroll \n    for (int c" in k.source  # channels unrolled, 16-byte stores
+    assert "STAGES = 1" in k.source  # one image of one channel: nothing to copy ahead
+    conv2 = render("regtile", get_problem("fmnist-conv2"), {"outputs": 4})
+    assert "#pragma unroll 1\n    for (int c" in conv2.source and "STAGES = 2" in conv2.source
+    assert "VEC = 2" in conv2.source  # 34 outputs a row: 8-byte stores
     with pytest.raises(LimitError, match=r"accumulators per thread \(M x outputs\): needs 1024, the limit is 128"):
         render("regtile", get_problem("toycnn"))
     with pytest.raises(LimitError, match="constant memory"):
         render("regtile", get_problem(None, shape="1,64,64,16,16,3,1"), {"outputs": 1})  # 64 accumulators: weights
+
+
+def test_regtile_spreads_rows_and_images_over_blocks():
+    """34 output rows at rows=16 are 3 blocks of 12 rows, not 16 + 16 + 2; images=4 on 10 images is 3 blocks
+    a row band (the last one computes 2)."""
+    k = render("regtile", get_problem("fmnist-conv2"), {"outputs": 2, "rows": 16, "images": 4, "weights": "shared"})
+    (launch,) = k.launches(10)
+    assert launch.block == (17, 12, 1) and launch.grid == (3, 3, 1) and launch.args == ("x", "w", "y", "batch")
+    assert "BY = 12" in k.source and "IMAGES = 4" in k.source
+    wide = render("regtile", get_problem("fmnist-conv1"), {"rows": 32})
+    assert wide.launches(1)[0].block == (20, 27, 1)  # 80 rows = 27 + 27 + 26
+    odd = render("regtile", get_problem(None, shape="1,2,4,12,12,3,1,1"), {"outputs": 4, "rows": 4})
+    assert "VEC = 4" in odd.source
+    assert "VEC = 1" in render("regtile", get_problem(None, shape="1,2,4,11,11,3,1,1"), {"outputs": 4}).source
 
 
 def test_gemm_variants():
