@@ -43,14 +43,19 @@ CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision.
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
              ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
-             ("mma_nhwc", {"precision": "tf32", "split": 2})],
+             ("mma_nhwc", {"precision": "tf32", "split": 2}), ("mma_nhwc", {"precision": "tf32", "tile_n": 64}),
+             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 ("mma_nchw", {"precision": "fp16", "split": 4}), ("mma_nhwc", {"precision": "fp16", "split": 2}),
                 ("wmma_nhwc", {"precision": "fp16"}),
-                # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only;
-                # mma_nhwc: Hout*Wout a multiple of 4)
+                # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
                 ("mma_nhwc", {"precision": "fp16", "io": "float16", "stages": 4}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "split": 2}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "split": 4}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 2}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "stages": 4}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16"}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64})],

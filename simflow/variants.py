@@ -529,10 +529,6 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
         if params["io"] == "float16":
             _check_half_io(self.name, params)
-            if (problem.Hout * problem.Wout) % 4:
-                raise LimitError("output pixels per image of mma_nhwc io=float16 (8- or 16-byte rows of half y)",
-                                 f"Hout*Wout={problem.Hout * problem.Wout}", "a multiple of 4",
-                                 "use io=float32 on this layer")
 
     @staticmethod
     def step_k(params: dict) -> int:
@@ -542,10 +538,17 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
-                "half_io": params["io"] == "float16"}
+                "half_io": params["io"] == "float16",
+                "w_in_place": _weights_in_place(problem, params, self.padded_channels(problem, params))}
 
     def sim_unsupported(self, params: dict) -> str:
         return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        space = {**super().workspace(kernel, batch), **_split_sums(kernel, batch)}
+        if _weights_in_place(kernel.problem, kernel.params, self.padded_channels(kernel.problem, kernel.params)):
+            del space["wh"]
+        return space
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         *copies, gemm = super().launches(kernel, batch)
@@ -553,7 +556,10 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         if kernel.params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
         gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]), dynamic_smem=smem)
-        return _split_k_launches(copies, gemm, kernel.problem, batch)
+        if _weights_in_place(kernel.problem, kernel.params, self.padded_channels(kernel.problem, kernel.params)):
+            copies = [launch for launch in copies if "wh" not in launch.args]
+            gemm = dataclasses.replace(gemm, args=tuple("w" if a == "wh" else a for a in gemm.args))
+        return _split_k_launches(copies, gemm, kernel, batch)
 
 
 @dataclass(frozen=True)
@@ -594,7 +600,7 @@ class ImplicitGemmAsyncVariant(Variant):
         gemm = Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]),
                                          params["split"]),
                       block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch"))
-        return _split_k_launches([weights], gemm, p, batch)
+        return _split_k_launches([weights], gemm, kernel, batch)
 
 
 @dataclass(frozen=True)
@@ -641,11 +647,17 @@ class MmaNchwVariant(Variant):
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
                 "half_io": params["io"] == "float16",
                 "cp": problem.C if gather else params["bk"] * math.ceil(problem.C / params["bk"]),
-                "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and _vector_columns(problem)}
+                "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and _vector_columns(problem),
+                "w_in_place": self.weights_in_place(problem, params)}
+
+    def weights_in_place(self, problem: Problem, params: dict) -> bool:
+        return problem.C >= params["bk"] and _weights_in_place(problem, params, self.kdim(problem, params))
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         kdim = self.kdim(kernel.problem, kernel.params)
-        return {"wh": math.ceil(kernel.problem.M * kdim * self.element_bytes(kernel.params) / 4)}
+        space = {} if self.weights_in_place(kernel.problem, kernel.params) else {
+            "wh": math.ceil(kernel.problem.M * kdim * self.element_bytes(kernel.params) / 4)}
+        return {**space, **_split_sums(kernel, batch)}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params = kernel.problem, kernel.params
@@ -662,9 +674,10 @@ class MmaNchwVariant(Variant):
         name = f"conv2d_{self.name}"
         weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
                          args=("w", "wh"))
+        in_place = self.weights_in_place(p, params)
         gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
-                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "wh", "y", "batch"))
-        return _split_k_launches([weights], gemm, p, batch)
+                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "w" if in_place else "wh", "y", "batch"))
+        return _split_k_launches([] if in_place else [weights], gemm, kernel, batch)
 
 
 # Winograd F(m, 3) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
@@ -846,11 +859,16 @@ def _mma_sync_refusal(params: dict) -> str:
 
 
 def _check_half_io(variant: str, params: dict) -> None:
-    """io=float16 (half x, w, y) computes in fp16 and without split-K, whose partial sums would be rounded to half."""
-    if params["precision"] != "fp16" or params["split"] != 1:
-        raise LimitError(f"{variant} io=float16 (half tensors in, half out)",
-                         f"precision={params['precision']}, split={params['split']}", "precision=fp16, split=1",
-                         "use io=float32 for TF32 or split-K (split-K would round partial sums to half)")
+    """io=float16 (half x, w, y) computes in fp16."""
+    if params["precision"] != "fp16":
+        raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={params['precision']}",
+                         "precision=fp16", "use io=float32 for TF32")
+
+
+def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
+    """Half w of a 1x1 layer whose C needs no padding (kdim == C) already is the GEMM's wh[m][c]: the tensor-core
+    kernels read it where it lies, one launch fewer (a few microseconds of a 10-30 us layer)."""
+    return params.get("io") == "float16" and problem.K == 1 and kdim == problem.C
 
 
 def _half_epilogue_smem(bm: int, bn: int) -> int:
@@ -858,14 +876,30 @@ def _half_epilogue_smem(bm: int, bn: int) -> int:
     return 8 * (bm // 2) * (bn // 4 + 8) * 2
 
 
-def _split_k_launches(before: list[Launch], gemm: Launch, problem: Problem, batch: int) -> list[Launch]:
-    """The operand copies, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between."""
+def _split_sums(kernel: Kernel, batch: int) -> dict[str, int]:
+    """Split-K into half y: the splits add into float32 sums `acc`, rounded to half once at the end (adding
+    partial sums in half would round each)."""
+    if kernel.params.get("io") != "float16" or kernel.params.get("split", 1) == 1:
+        return {}
+    p = kernel.problem
+    return {"acc": batch * p.M * p.Hout * p.Wout}
+
+
+def _split_k_launches(before: list[Launch], gemm: Launch, kernel: Kernel, batch: int) -> list[Launch]:
+    """The operand copies, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between;
+    with half y, the blocks add into float32 sums instead, rounded into y by a last kernel."""
     if gemm.grid[2] == 1:
         return [*before, gemm]
-    outputs = batch * problem.M * problem.Hout * problem.Wout
-    zero = Launch(kernel=f"{gemm.kernel}_zero", grid=(min(math.ceil(outputs / 256), 4096), 1, 1), block=(256, 1, 1),
-                  args=("y", "batch"))
-    return [*before, zero, gemm]
+    p = kernel.problem
+    outputs = batch * p.M * p.Hout * p.Wout
+    grid = (min(math.ceil(outputs / 256), 4096), 1, 1)
+    sums = "acc" if _split_sums(kernel, batch) else "y"
+    zero = Launch(kernel=f"{gemm.kernel}_zero", grid=grid, block=(256, 1, 1), args=(sums, "batch"))
+    gemm = dataclasses.replace(gemm, args=tuple(sums if a == "y" else a for a in gemm.args))
+    if sums == "y":
+        return [*before, zero, gemm]
+    return [*before, zero, gemm, Launch(kernel=f"{gemm.kernel}_half", grid=grid, block=(256, 1, 1),
+                                        args=("acc", "y", "batch"))]
 
 
 def _columns(problem: Problem, batch: int) -> int:

@@ -175,7 +175,8 @@ HALF_IO_SHAPES = [SHAPES[-1], Problem(B=2, C=256, M=128, H=28, W=28, K=1, name="
 
 
 @pytest.mark.parametrize("problem", HALF_IO_SHAPES, ids=[p.name for p in HALF_IO_SHAPES])
-@pytest.mark.parametrize("params", [{}, {"tile_m": 64, "bk": 16}, {"tile_n": 64, "stages": 4}, {"stages": 2}])
+@pytest.mark.parametrize("params", [{}, {"tile_m": 64, "bk": 16}, {"tile_n": 64, "stages": 4}, {"stages": 2},
+                                    {"split": 2}, {"split": 4, "bk": 16}])
 def test_mma_nchw_half_io_matches_reference(gpu, params, problem):
     """io=float16: half x and w in, half y out, against the float64 reference of the same half values; the
     bytes behind GB/s are halves."""
@@ -188,11 +189,14 @@ def test_mma_nchw_half_io_matches_reference(gpu, params, problem):
 
 
 NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-ragged-hw120"),
-                    Problem(B=3, C=32, M=48, H=16, W=15, K=3, pad=1, stride=2, name="3x3-stride2-hw64")]
+                    Problem(B=3, C=32, M=48, H=16, W=15, K=3, pad=1, stride=2, name="3x3-stride2-hw64"),
+                    Problem(B=3, C=64, M=40, H=7, W=7, K=3, pad=1, name="3x3-hw49"),  # odd HW: one half a lane
+                    Problem(B=3, C=64, M=32, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49")]
 
 
 @pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
-@pytest.mark.parametrize("params", [{}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4}])
+@pytest.mark.parametrize("params", [{}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4}, {"split": 2},
+                                    {"split": 4, "tile_n": 256}])
 def test_mma_nhwc_half_io_matches_reference(gpu, params, problem):
     kernel = VARIANTS["mma_nhwc"].render(problem, {"precision": "fp16", "io": "float16", **params})
     result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))

@@ -307,13 +307,14 @@ def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
     source = kernel.source
     assert "typedef half x_t;" in source and "(const x_t* __restrict__ x," in source and "x_t* __restrict__ y" in source
     assert "copy8(Bs" in source and "ldmatrix4_trans(r, Bs" in source and "__floats2half2_rn(" in source
-    assert "_w(const half* __restrict__ w" in source and "pack(" not in source
-    _, gemm = kernel.launches(1)
+    assert "pack(" not in source
+    padded = render("mma_nchw", get_problem(None, shape="2,48,64,12,12,1,0"), {"precision": "fp16", "io": "float16"})
+    assert "_w(const half* __restrict__ w" in padded.source  # (C=256 needs no padding: w is read in place)
+    (gemm,) = kernel.launches(1)
     assert gemm.dynamic_smem == 3 * (128 * (32 + 8) * 2 + 32 * (128 + 8) * 2)  # both tiles half
     assert "io=float16" in kernel.sim_unsupported
-    for params in ({"precision": "tf32"}, {"split": 2}):
-        with pytest.raises(LimitError, match="precision=fp16, split=1"):
-            render("mma_nchw", layer, {"precision": "fp16", "io": "float16", **params})
+    with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
+        render("mma_nchw", layer, {"precision": "tf32", "io": "float16"})
     for other in ("resnet50-1x1-2048-512-7", "resnet50-1x1-256-512-56-s2", "resnet50-3x3-64-64-56"):
         with pytest.raises(LimitError, match="K=1, stride=1, pad=0, H.W a multiple of 4; use io=float32"):
             render("mma_nchw", get_problem(other), {"io": "float16"})
@@ -325,15 +326,30 @@ def test_mma_nhwc_half_io_reads_half_x_and_writes_half_y():
     assert kernel.io == "float16" and "io=float16" in kernel.sim_unsupported
     assert "_x(const half* __restrict__ x" in kernel.source and "_w(const half* __restrict__ w" in kernel.source
     assert "half* __restrict__ y, int batch)" in kernel.source
-    assert "constexpr int V = HW % 8 == 0 ? 8 : 4" in kernel.source
+    assert "constexpr int V = HW % 8 == 0 ? 8 : HW % 4 == 0 ? 4 : 1" in kernel.source
     *_, gemm = kernel.launches(1)
     assert gemm.dynamic_smem == 3 * (128 + 256) * (32 + 8) * 2  # the pipeline's, above the epilogue's 8 x 64 x 72 x 2
     small = render("mma_nhwc", layer, {"io": "float16", "stages": 2})
     assert small.launches(1)[-1].dynamic_smem == 8 * 64 * (32 + 8) * 2 == 2 * (128 + 128) * 40 * 2
-    with pytest.raises(LimitError, match="precision=fp16, split=1"):
-        render("mma_nhwc", layer, {"io": "float16", "split": 2})
-    with pytest.raises(LimitError, match="Hout.Wout=49, the limit is a multiple of 4"):
-        render("mma_nhwc", get_problem("resnet50-3x3-512-512-7"), {"io": "float16"})
+    seven = render("mma_nhwc", get_problem("resnet50-3x3-512-512-7"), {"io": "float16"})  # 49 outputs an image
+    assert "HW % 4 == 0 ? 4 : 1" in seven.source and "*out = tile[r * LDS + c];" in seven.source
+
+
+def test_split_k_into_half_y_adds_float32_sums_and_rounds_once():
+    """Split-K with half y: the splits add into a float32 workspace `acc`, zeroed first and rounded into y by a
+    last kernel (adding partial sums in half would round each of them)."""
+    for name, layer in (("mma_nhwc", "resnet50-3x3-512-512-7"), ("mma_nchw", "resnet50-1x1-1024-256-14")):
+        problem = get_problem(layer)
+        kernel = render(name, problem, {"io": "float16", "split": 2})
+        *_, zero, gemm, rounding = kernel.launches(3)
+        assert zero.kernel.endswith("_zero") and zero.args == ("acc", "batch")
+        assert "acc" in gemm.args and "y" not in gemm.args and gemm.grid[2] == 2
+        assert rounding.kernel.endswith("_half") and rounding.args == ("acc", "y", "batch")
+        assert kernel.workspace(3)["acc"] == 3 * problem.M * problem.Hout * problem.Wout
+        assert "float* __restrict__ y, int batch)" in kernel.source and "__float2half_rn(acc[i])" in kernel.source
+        assert "acc" not in render(name, problem, {"io": "float16"}).workspace(3)
+        assert "acc" not in render(name, problem, {"split": 2}).workspace(3)  # float32 y: added into y itself
+        assert render(name, problem, {"split": 2}).launches(3)[-1].args[2] == "y"
 
 
 def test_in_place_kernels_copy_four_pixels_only_where_they_are_contiguous():
@@ -343,3 +359,20 @@ def test_in_place_kernels_copy_four_pixels_only_where_they_are_contiguous():
         assert vector in render(name, get_problem("resnet50-1x1-256-64-56")).source
         for layer in ("resnet50-1x1-2048-512-7", "resnet50-1x1-256-512-56-s2", "resnet50-3x3-64-64-56"):
             assert vector not in render(name, get_problem(layer)).source  # HW = 49; a stride; a 3x3 window
+
+
+def test_half_weights_of_a_1x1_layer_are_read_in_place():
+    """io=float16 on a 1x1 layer whose C needs no padding: w[m][c] already is the GEMM's wh, so there is no _w
+    kernel and no wh buffer; with padding (C=48, bk=32) or a 3x3 window the copy stays."""
+    layer = get_problem("resnet50-1x1-256-64-56")
+    nchw = render("mma_nchw", layer, {"precision": "fp16", "io": "float16"})
+    (gemm,) = nchw.launches(2)
+    assert gemm.args == ("x", "w", "y", "batch") and nchw.workspace(2) == {} and "_w(" not in nchw.source
+    nhwc = render("mma_nhwc", layer, {"io": "float16", "split": 2})
+    names = [launch.kernel.removeprefix("conv2d_mma_nhwc") for launch in nhwc.launches(2)]
+    assert names == ["_x", "_zero", "", "_half"]
+    assert nhwc.launches(2)[2].args == ("xh", "w", "acc", "batch") and set(nhwc.workspace(2)) == {"xh", "acc"}
+    padded = get_problem(None, shape="2,48,64,10,10,1,0")
+    for name, params in (("mma_nchw", {"io": "float16"}), ("mma_nhwc", {"io": "float16"}), ("mma_nchw", {})):
+        assert render(name, padded if params else layer, params).launches(2)[-1].args[1] == "wh"
+    assert render("mma_nhwc", get_problem("resnet50-3x3-64-64-56"), {"io": "float16"}).launches(2)[-1].args[1] == "wh"
