@@ -495,10 +495,15 @@ class WmmaNhwcVariant(WmmaVariant):
     def element_bytes(kernel: Kernel) -> int:
         return 2 if kernel.params["precision"] == "fp16" else 4
 
+    def copy_pixels(self, problem: Problem) -> int:
+        """Pixels an image of the channel-last copy of x holds: all H x W."""
+        return problem.H * problem.W
+
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p, size = kernel.problem, self.element_bytes(kernel)
         cp = self.padded_channels(p, kernel.params)
-        return {"xh": math.ceil(batch * cp * p.H * p.W * size / 4), "wh": math.ceil(p.M * cp * p.K * p.K * size / 4)}
+        return {"xh": math.ceil(batch * cp * self.copy_pixels(p) * size / 4),
+                "wh": math.ceil(p.M * cp * p.K * p.K * size / 4)}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
@@ -508,7 +513,7 @@ class WmmaNhwcVariant(WmmaVariant):
         smem = kernel.params["stages"] * (tile + tile_n) * ld * self.element_bytes(kernel)
         name = f"conv2d_{self.name}"
         return [
-            Launch(kernel=f"{name}_x", grid=(math.ceil(p.H * p.W / 32), cp // 32, batch), block=(32, 8, 1),
+            Launch(kernel=f"{name}_x", grid=(math.ceil(self.copy_pixels(p) / 32), cp // 32, batch), block=(32, 8, 1),
                    args=("x", "xh", "batch")),
             Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp * p.K * p.K / 256), 1, 1), block=(256, 1, 1),
                    args=("w", "wh")),
@@ -536,9 +541,17 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         TF32 channels a stage made twice the copies per thread and spilled)."""
         return params["bk"] // (2 if params["precision"] == "tf32" else 1)
 
+    @staticmethod
+    def subsample(problem: Problem) -> bool:
+        """A 1x1 layer without padding at stride > 1 reads one pixel in stride^2: the copy holds only those."""
+        return problem.K == 1 and problem.pad == 0 and problem.stride > 1
+
+    def copy_pixels(self, problem: Problem) -> int:
+        return problem.Hout * problem.Wout if self.subsample(problem) else problem.H * problem.W
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
-                "half_io": params["io"] == "float16",
+                "half_io": params["io"] == "float16", "subsample": self.subsample(problem),
                 "w_in_place": _weights_in_place(problem, params, self.padded_channels(problem, params))}
 
     def sim_unsupported(self, params: dict) -> str:

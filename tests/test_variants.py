@@ -376,3 +376,18 @@ def test_half_weights_of_a_1x1_layer_are_read_in_place():
     for name, params in (("mma_nchw", {"io": "float16"}), ("mma_nhwc", {"io": "float16"}), ("mma_nchw", {})):
         assert render(name, padded if params else layer, params).launches(2)[-1].args[1] == "wh"
     assert render("mma_nhwc", get_problem("resnet50-3x3-64-64-56"), {"io": "float16"}).launches(2)[-1].args[1] == "wh"
+
+
+def test_strided_1x1_copies_only_the_pixels_it_reads():
+    """mma_nhwc on a 1x1 stride-2 layer: the channel-last copy holds the Hout x Wout pixels the window reads (a
+    quarter of x), and the GEMM reads it at stride 1; a 3x3 strided layer copies every pixel."""
+    layer = get_problem("resnet50-1x1-256-512-56-s2")  # 56x56 -> 28x28
+    kernel = render("mma_nhwc", layer, {"io": "float16"})
+    copy, *_ = kernel.launches(2)
+    assert copy.grid == (28 * 28 // 32 + 1, 256 // 32, 2) and kernel.workspace(2)["xh"] == 2 * 256 * 28 * 28 * 2 // 4
+    assert "constexpr int XH = HOUT, XW = WOUT, XS = 1;" in kernel.source
+    assert "pix / WOUT * STRIDE * W + pix % WOUT * STRIDE" in kernel.source
+    three = render("mma_nhwc", get_problem("resnet50-3x3-256-256-28-s2"), {"io": "float16"})
+    assert "XH = H, XW = W, XS = STRIDE" in three.source and three.launches(2)[0].grid[0] == 28 * 28 // 32 + 1
+    wmma = render("wmma_nhwc", layer)
+    assert wmma.launches(2)[0].grid[0] == 56 * 56 // 32  # wmma_nhwc keeps the whole copy
