@@ -191,6 +191,30 @@ def unit_of(variant: str, precision: str) -> str:
     return f"tensor_{precision}" if variant.startswith(("wmma", "mma_")) else precision
 
 
+def unit_ceilings(gpu: GpuBackend) -> dict[str, float]:
+    """Each unit's ceiling, measured now and printed: copy GB/s, and TFLOP/s per unit, the faster of the
+    register-only kernel and cuBLAS's 8192^3 matmul."""
+    env = gpu.environment()
+    ceilings = measure_ceilings(gpu)
+    cublas = matmul_rates()
+    print("register-only kernels (TFLOP/s): " + ", ".join(f"{k} {v:.1f}" for k, v in ceilings.items()
+                                                          if k != "copy_GBps"))
+    print("cuBLAS 8192^3 matmul (TFLOP/s): " + (", ".join(f"{k} {v:.1f}" for k, v in cublas.items()) or "no torch"))
+    for unit, rate in cublas.items():  # a unit's ceiling: the faster of the two measurements
+        ceilings[unit] = max(ceilings[unit], rate)
+    print(f"device: {env['gpu']} (cc {env['compute_capability']}, driver CUDA {env['cuda_driver']}); "
+          f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['float32']:.1f}, "
+          f"half2 FMA {ceilings['float16']:.1f}, WMMA fp16 {ceilings['tensor_float16']:.1f}, "
+          f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s", flush=True)
+    return ceilings
+
+
+def floor(problem, ceilings: dict, unit: str, io: str = "float32") -> float:
+    """ms at the unit's measured rate, or at the copy rate over the tensors' bytes (half ones with io=float16 and
+    for cuDNN fp16, which takes and gives half tensors), whichever is longer."""
+    return 1e3 * max(problem.min_bytes(io) / (ceilings["copy_GBps"] * 1e9), problem.flops / (ceilings[unit] * 1e12))
+
+
 PIPELINE = ("h2d_ms", "d2h_ms", "pipeline_serial_ms", "pipeline_ms", "pipeline_speedup")
 CUDNN_PRECISIONS = {"float32": "fp32, TF32 off", "tf32": "TF32", "float16": "fp16"}
 
@@ -275,27 +299,13 @@ def main(argv=None) -> int:
     import pandas as pd
 
     gpu = GpuBackend()
-    env = gpu.environment()
-    ceilings = measure_ceilings(gpu)
-    cublas = matmul_rates()
-    print("register-only kernels (TFLOP/s): " + ", ".join(f"{k} {v:.1f}" for k, v in ceilings.items()
-                                                          if k != "copy_GBps"))
-    print("cuBLAS 8192^3 matmul (TFLOP/s): " + (", ".join(f"{k} {v:.1f}" for k, v in cublas.items()) or "no torch"))
-    for unit, rate in cublas.items():  # a unit's ceiling: the faster of the two measurements
-        ceilings[unit] = max(ceilings[unit], rate)
-    print(f"device: {env['gpu']} (cc {env['compute_capability']}, driver CUDA {env['cuda_driver']}); "
-          f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['float32']:.1f}, "
-          f"half2 FMA {ceilings['float16']:.1f}, WMMA fp16 {ceilings['tensor_float16']:.1f}, "
-          f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s")
+    ceilings = unit_ceilings(gpu)
 
     rows = []
     for spec in args.problems.split(","):
         name, _, batch = spec.partition(":")
         problem = get_problem(name, batch=int(batch) if batch else None)
-        floors = {unit: 1e3 * max(problem.min_bytes() / (ceilings["copy_GBps"] * 1e9),
-                                  problem.flops / (rate * 1e12))
-                  for unit, rate in ceilings.items() if unit != "copy_GBps"}
-        floor_ms = floors["float32"]
+        floor_ms = floor(problem, ceilings, "float32")
         cudnn = {prec: time_cudnn(problem, args.repeats, prec) for prec in args.cudnn.split(",")}
         print(f"\n{problem.describe()}: {problem.flops / 1e9:.1f} GFLOP, {problem.min_bytes() / 1e9:.3f} GB minimum, "
               f"floor {floor_ms:.3f} ms (fp32), cuDNN " + ", ".join(
@@ -304,10 +314,12 @@ def main(argv=None) -> int:
         for prec, ms in cudnn.items():
             if ms is not None:
                 unit = "float32" if prec == "float32" else f"tensor_{prec}"  # cuDNN's TF32 and fp16 kernels use them
-                rows.append({**base, "floor_ms": round(floors[unit], 4), "unit": unit, "variant": "cudnn (torch)",
+                io = "float16" if prec == "float16" else "float32"
+                at = floor(problem, ceilings, unit, io)
+                rows.append({**base, "floor_ms": round(at, 4), "unit": unit, "variant": "cudnn (torch)",
                              "params": CUDNN_PRECISIONS[prec], "precision": prec, "status": "passed", "time_ms": ms,
-                             "gflops": problem.flops / ms / 1e6, "gbps": problem.min_bytes() / ms / 1e6,
-                             "pct_floor": 100 * floors[unit] / ms, "vs_cudnn": 1.0})
+                             "gflops": problem.flops / ms / 1e6, "gbps": problem.min_bytes(io) / ms / 1e6,
+                             "pct_floor": 100 * at / ms, "vs_cudnn": 1.0})
         for variant, params in configs(args.variants.split(","), [int(t) for t in args.tiles.split(",")],
                                        args.unroll.split(","), args.runs):
             label = " ".join(f"{k}={v}" for k, v in params.items())
@@ -321,7 +333,8 @@ def main(argv=None) -> int:
             result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
             m = result.metrics
             unit = unit_of(variant, kernel.precision)
-            row = {**base, "floor_ms": round(floors[unit], 4), "unit": unit, "variant": variant, "params": label,
+            row = {**base, "floor_ms": round(floor(problem, ceilings, unit, kernel.io), 4), "unit": unit,
+                   "variant": variant, "params": label,
                    "precision": kernel.precision, "status": result.status, "reason": result.reason,
                    "time_ms": m.get("time_ms"), "gflops": m.get("gflops"), "gbps": m.get("gbps"),
                    "rel_error": m.get("rel_error"), "registers": m.get("registers"),

@@ -5,8 +5,11 @@ For each layer and precision (fp32 with TF32 off, TF32, fp16): each configuratio
 run and checked elementwise against the float64 reference on the GPU (a wrong result never counts),
 the fastest passing one is the layer's simflow time, and PyTorch's conv2d (cuDNN, benchmark mode)
 is timed on the same shape, stride and padding. The ratio is simflow / cuDNN (above 1: slower);
-the last lines give each precision's geometric mean and worst layer. No tuner yet: the
-configurations are fixed, so this measures where simflow stands, not what a search would find.
+the last lines give each precision's geometric mean and worst layer. Each layer's floor (ms) is the
+longer of its FLOPs at its unit's ceiling (fp32 FMA, TF32 or fp16 tensor cores) and its tensors' bytes
+(half ones in fp16) at the copy rate, both measured at the start of the run; the table gives the share
+of it simflow's and cuDNN's times reach. The configurations are fixed (each won a layer); --tuned adds
+what 'simflow tune' found best for each layer.
 
     python benchmarks/suite.py [--suite resnet50] [--layers N] [--repeats 20] [--csv FILE]
 """
@@ -24,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from native import time_cudnn  # noqa: E402
+from native import floor, time_cudnn, unit_ceilings  # noqa: E402
 
 from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
@@ -32,6 +35,8 @@ from simflow.errors import UserError  # noqa: E402
 from simflow.problems import suite  # noqa: E402
 from simflow.tune import best_config  # noqa: E402
 from simflow.variants import VARIANTS  # noqa: E402
+
+UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
 
 CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision. The same list for every layer:
     # each configuration won a ResNet-50 layer on the H200 against the others here, or came within 3 % of the
@@ -91,6 +96,7 @@ def main() -> int:
     args = parser.parse_args()
     layers = suite(args.suite)[: args.layers]
     gpu = GpuBackend()
+    ceilings = unit_ceilings(gpu)
     started = time.monotonic()
     precisions = args.precisions.split(",")
     plans = {problem.name: {precision: _configs(args.tuned, problem, precision, CONFIGS[precision])
@@ -124,10 +130,15 @@ def main() -> int:
             row[f"{precision} ms"] = round(best[1], 4) if best else math.nan
             row[f"{precision} cuDNN ms"] = round(cudnn, 4) if cudnn else math.nan
             row[f"{precision} ratio"] = round(best[1] / cudnn, 3) if best and cudnn else math.nan
+            at = floor(problem, ceilings, UNITS[precision], "float16" if precision == "float16" else "float32")
+            row[f"{precision} floor ms"] = round(at, 4)
+            row[f"{precision} % floor"] = round(100 * at / best[1], 1) if best else math.nan
+            row[f"{precision} cuDNN % floor"] = round(100 * at / cudnn, 1) if cudnn else math.nan
         rows.append(row)
         print(" | ".join(f"{k}={v}" for k, v in row.items() if k not in ("refused",)), flush=True)
     print(f"\n{args.suite}: {len(rows)} layers in {time.monotonic() - started:.0f} s on {gpu.limits.name}")
-    print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s")
+    print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s  "
+          "median % of floor: simflow, cuDNN")
     for precision in precisions:
         ratios = [(r[f"{precision} ratio"], r["layer"], r["GFLOP"] / r[f"{precision} ms"])
                   for r in rows if not math.isnan(r[f"{precision} ratio"])]
@@ -136,8 +147,11 @@ def main() -> int:
             continue
         geomean = math.exp(statistics.fmean(math.log(r) for r, _, _ in ratios))
         worst = max(ratios)
+        shares = [[r[f"{precision}{who} % floor"] for r in rows if not math.isnan(r[f"{precision}{who} % floor"])]
+                  for who in ("", " cuDNN")]
+        shares = [statistics.median(share) if share else math.nan for share in shares]
         print(f"{precision:9}  {len(ratios):6}  {geomean:21.3f}  {worst[0]:.2f} ({worst[1]})  "
-              f"{max(t for _, _, t in ratios):.1f}")
+              f"{max(t for _, _, t in ratios):.1f}  {shares[0]:.1f} %, {shares[1]:.1f} %")
     failed = [f for r in rows for f in r.get("failed", [])]
     print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
     if args.csv:

@@ -480,7 +480,7 @@ class WmmaNhwcVariant(WmmaVariant):
 
     @staticmethod
     def padded_channels(problem: Problem, params: dict) -> int:
-        return params["bk"] * math.ceil(problem.C / params["bk"])
+        return _round_up(problem.C, params["bk"])
 
     @staticmethod
     def step_k(params: dict) -> int:
@@ -590,7 +590,7 @@ class ImplicitGemmAsyncVariant(Variant):
     @staticmethod
     def dims(problem: Problem, params: dict) -> tuple[int, int]:
         """Channels padded to a multiple of BK, output channels to a multiple of 4 (wt's row length)."""
-        return params["bk"] * math.ceil(problem.C / params["bk"]), 4 * math.ceil(problem.M / 4)
+        return _round_up(problem.C, params["bk"]), _round_up(problem.M, 4)
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         cp, mp = self.dims(problem, params)
@@ -650,16 +650,15 @@ class MmaNchwVariant(Variant):
     def kdim(problem: Problem, params: dict) -> int:
         """GEMM depth: taps x channels padded to a multiple of bk, or, with fewer channels than bk (a first
         layer), K * K * C itself padded to a multiple of bk (a thread steps its rows' (ky, kx, c) on)."""
-        bk = params["bk"]
-        if problem.C < bk:
-            return bk * math.ceil(problem.K * problem.K * problem.C / bk)
-        return bk * math.ceil(problem.C / bk) * problem.K * problem.K
+        if problem.C < params["bk"]:
+            return _round_up(problem.K * problem.K * problem.C, params["bk"])
+        return _round_up(problem.C, params["bk"]) * problem.K * problem.K
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         gather = problem.C < params["bk"]
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
                 "half_io": params["io"] == "float16",
-                "cp": problem.C if gather else params["bk"] * math.ceil(problem.C / params["bk"]),
+                "cp": problem.C if gather else _round_up(problem.C, params["bk"]),
                 "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and _vector_columns(problem),
                 "w_in_place": self.weights_in_place(problem, params)}
 
@@ -876,6 +875,11 @@ def _check_half_io(variant: str, params: dict) -> None:
     if params["precision"] != "fp16":
         raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={params['precision']}",
                          "precision=fp16", "use io=float32 for TF32")
+
+
+def _round_up(n: int, multiple: int) -> int:
+    """n padded to a multiple (channels to the GEMM's k step, output channels to a row of 16 bytes)."""
+    return multiple * math.ceil(n / multiple)
 
 
 def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
