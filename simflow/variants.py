@@ -528,7 +528,8 @@ class MmaNhwcVariant(WmmaNhwcVariant):
     copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
     to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK.
     split-K as implicit_gemm_async (the 3x3 layers at 14x14 and 7x7 fill two fifths to three quarters of an H200's
-    SMs with one block each). io=float16 as mma_nchw's, on any layer whose Hout*Wout is a multiple of 4."""
+    SMs with one block each); tile_n=64 for layers with few output tiles. io=float16 as mma_nchw's, on any layer.
+    A 1x1 layer at stride > 1 (no padding) copies only the pixels its window reads and runs the GEMM at stride 1."""
 
     def check(self, problem: Problem, params: dict) -> None:
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
@@ -552,14 +553,17 @@ class MmaNhwcVariant(WmmaNhwcVariant):
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
                 "half_io": params["io"] == "float16", "subsample": self.subsample(problem),
-                "w_in_place": _weights_in_place(problem, params, self.padded_channels(problem, params))}
+                "w_in_place": self.weights_in_place(problem, params)}
+
+    def weights_in_place(self, problem: Problem, params: dict) -> bool:
+        return _weights_in_place(problem, params, self.padded_channels(problem, params))
 
     def sim_unsupported(self, params: dict) -> str:
         return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         space = {**super().workspace(kernel, batch), **_split_sums(kernel, batch)}
-        if _weights_in_place(kernel.problem, kernel.params, self.padded_channels(kernel.problem, kernel.params)):
+        if self.weights_in_place(kernel.problem, kernel.params):
             del space["wh"]
         return space
 
@@ -569,7 +573,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         if kernel.params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
         gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]), dynamic_smem=smem)
-        if _weights_in_place(kernel.problem, kernel.params, self.padded_channels(kernel.problem, kernel.params)):
+        if self.weights_in_place(kernel.problem, kernel.params):
             copies = [launch for launch in copies if "wh" not in launch.args]
             gemm = dataclasses.replace(gemm, args=tuple("w" if a == "wh" else a for a in gemm.args))
         return _split_k_launches(copies, gemm, kernel, batch)
@@ -624,7 +628,7 @@ class MmaNchwVariant(Variant):
     Any M (rows past it are zeros), C padded to a multiple of bk; split-K as implicit_gemm_async. io=float16:
     x, w and y are half in device memory (what a half network passes between layers), x copied 8 bytes (four
     pixels) at a time and B fragments loaded by ldmatrix.trans; on 1x1 stride-1 layers with H*W a multiple of 4
-    (memory-bound, where the bytes are the time), without split-K (partial sums would be rounded to half)."""
+    (memory-bound, where the bytes are the time); with split-K the blocks add into float32 sums, rounded once."""
 
     def check(self, problem: Problem, params: dict) -> None:
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
@@ -663,7 +667,7 @@ class MmaNchwVariant(Variant):
                 "w_in_place": self.weights_in_place(problem, params)}
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
-        return problem.C >= params["bk"] and _weights_in_place(problem, params, self.kdim(problem, params))
+        return _weights_in_place(problem, params, self.kdim(problem, params))
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         kdim = self.kdim(kernel.problem, kernel.params)
