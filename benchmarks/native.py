@@ -188,7 +188,7 @@ def matmul_rates(repeats: int = 10) -> dict[str, float]:
 def unit_of(variant: str, precision: str) -> str:
     """The ceiling a kernel's FLOPs count against: tensor cores for wmma and mma, else the FMA unit of its
     precision."""
-    return f"tensor_{precision}" if variant.startswith(("wmma", "mma_")) else precision
+    return f"tensor_{precision}" if variant.startswith(("wmma", "mma_", "wgmma")) else precision
 
 
 def unit_ceilings(gpu: GpuBackend) -> dict[str, float]:

@@ -59,7 +59,9 @@ CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision.
                 ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 4}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16"}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64})],
+                ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
+                ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6})],  # Hopper's wgmma: added 2026-11-24
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .backends import RunOptions, backend_class, backend_names
-from .errors import ToolError, UserError
+from .errors import LimitError, ToolError, UserError
 from .problems import Problem
 from .toolkits import compile_kernel, find_toolkits
 from .variants import VARIANTS
@@ -50,8 +50,15 @@ def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckRep
         row["fingerprint"] = kernel.fingerprint()
         row["lines"] = kernel.source.count("\n")
         for tk in toolkits:
-            arch = _arch_for(tk)
-            col = f"nvcc {tk.version_text} {arch}"
+            col = f"nvcc {tk.version_text} {_arch_for(tk)}"
+            try:
+                arch = kernel.build_arch(_arch_for(tk))
+            except LimitError as exc:
+                row[col] = f"refused: {exc}"
+                continue
+            if not tk.can_target(arch):  # sm_90a with CUDA 11
+                row[col] = f"skipped: CUDA {tk.version_text} cannot target {arch}"
+                continue
             try:
                 compiled = compile_kernel(kernel.source, arch, kernel.fingerprint((arch,)), toolkit=tk)
             except ToolError as exc:

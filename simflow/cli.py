@@ -169,10 +169,11 @@ def _variants_args(p: argparse.ArgumentParser) -> None:
 @command("variants", _variants_args, help="list the kernel variants and their parameters")
 def cmd_variants(args) -> int:
     data = [
-        {"variant": v.name, "summary": v.summary, "precision": v.precision,
+        {"variant": v.name, "summary": v.summary, "precision": v.precision_of(v.resolve()),
          "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
                      "help": p.help, "host": p.host} for p in v.params],
-         "backends": {"gpu": {"accepts_defaults": True, "reason": "", "refuses": []},
+         "backends": {"gpu": {"accepts_defaults": True, "refuses": [],
+                              "reason": f"{v.arch(v.resolve())} GPUs only" if v.arch(v.resolve()) else ""},
                       "gpgpusim": _simulator_support(v)}}
         for v in VARIANTS.values()
     ]

@@ -39,8 +39,12 @@ class Toolkit:
         return f"{self.version[0]}.{self.version[1]}"
 
     def can_target(self, arch: str) -> bool:
-        """CUDA 12+ dropped sm_50..sm_72 (13 keeps sm_75 and newer); 11.x reaches sm_35..sm_90."""
-        cc = int(arch.split("_")[1])
+        """CUDA 12+ dropped sm_50..sm_72 (13 keeps sm_75 and newer); 11.x reaches sm_35..sm_90, and the
+        architecture-specific targets (sm_90a) came with 12."""
+        number = arch.split("_")[1]
+        cc = int(number.rstrip("a"))
+        if number.endswith("a") and self.version[0] < 12:
+            return False
         if self.version[0] >= 13:
             return cc >= 75
         if self.version[0] == 12:

@@ -106,6 +106,18 @@ class Kernel:
     family: Variant | None = field(default=None, repr=False, compare=False)  # the Variant that rendered it
     tolerance: Tolerance | None = None  # the elementwise check's bound (None: the precision's, TOLERANCE)
     io: str = "float32"  # element type of x, w and y in device memory ("float16": a half network's tensors)
+    arch: str = ""  # the one architecture its instructions exist on ("sm_90a": wgmma), "" for any from sm_70
+
+    def build_arch(self, device_arch: str) -> str:
+        """nvcc's -arch for a device of `device_arch`: that, or the architecture-specific target this kernel
+        needs, which only that device's generation runs."""
+        if not self.arch:
+            return device_arch
+        if self.arch.rstrip("a") != device_arch:
+            raise LimitError(f"GPU architecture of {self.variant} (instructions that exist on {self.arch} only)",
+                             device_arch, f"{self.arch.rstrip('a')} (H100/H200)",
+                             "use mma_nhwc, its mma.sync counterpart (sm_80+)")
+        return self.arch
 
     @property
     def check_tolerance(self) -> Tolerance:
@@ -213,6 +225,10 @@ class Variant:
         precision's own, reference.TOLERANCE)."""
         return None
 
+    def arch(self, params: dict) -> str:
+        """The one architecture this rendering's instructions exist on ('' for any from sm_70)."""
+        return ""
+
     def sim_unsupported(self, params: dict) -> str:
         """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
         if params.get("io", "float32") != "float32":
@@ -258,6 +274,7 @@ class Variant:
             family=self,
             tolerance=self.tolerance(problem, resolved),
             io=resolved.get("io", "float32"),
+            arch=self.arch(resolved),
         )
 
 
@@ -509,8 +526,6 @@ class WmmaNhwcVariant(WmmaVariant):
         p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
         columns = _columns(p, batch)
         cp = self.padded_channels(p, kernel.params)
-        ld = self.step_k(kernel.params) + 16 // self.element_bytes(kernel)
-        smem = kernel.params["stages"] * (tile + tile_n) * ld * self.element_bytes(kernel)
         name = f"conv2d_{self.name}"
         return [
             Launch(kernel=f"{name}_x", grid=(math.ceil(self.copy_pixels(p) / 32), cp // 32, batch), block=(32, 8, 1),
@@ -518,8 +533,14 @@ class WmmaNhwcVariant(WmmaVariant):
             Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp * p.K * p.K / 256), 1, 1), block=(256, 1, 1),
                    args=("w", "wh")),
             Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
-                   dynamic_smem=smem, args=("xh", "wh", "y", "batch")),
+                   dynamic_smem=self.gemm_smem(kernel), args=("xh", "wh", "y", "batch")),
         ]
+
+    def gemm_smem(self, kernel: Kernel) -> int:
+        """The GEMM's dynamic shared memory: `stages` tiles of both operands, rows skewed by 16 bytes."""
+        p = kernel.params
+        ld = self.step_k(p) + 16 // self.element_bytes(kernel)
+        return p["stages"] * (self.TILE + p["tile_n"]) * ld * self.element_bytes(kernel)
 
 
 @dataclass(frozen=True)
@@ -567,16 +588,73 @@ class MmaNhwcVariant(WmmaNhwcVariant):
             del space["wh"]
         return space
 
-    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
-        *copies, gemm = super().launches(kernel, batch)
-        smem = gemm.dynamic_smem
+    def gemm_smem(self, kernel: Kernel) -> int:
+        """The GEMM's dynamic shared memory: its pipeline's stages, or the half-y epilogue's tiles if more."""
+        smem = WmmaNhwcVariant.gemm_smem(self, kernel)
         if kernel.params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
-        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params["split"]), dynamic_smem=smem)
+        return smem
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        *copies, gemm = super().launches(kernel, batch)
+        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params.get("split", 1)))
         if self.weights_in_place(kernel.problem, kernel.params):
             copies = [launch for launch in copies if "wh" not in launch.args]
             gemm = dataclasses.replace(gemm, args=tuple("w" if a == "wh" else a for a in gemm.args))
         return _split_k_launches(copies, gemm, kernel, batch)
+
+
+@dataclass(frozen=True)
+class WgmmaNhwcVariant(MmaNhwcVariant):
+    """Hopper's warpgroup MMA (wgmma, sm_90a) on mma_nhwc's channel-last half copies: a block of two warpgroups
+    multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions that read both operands from shared memory,
+    which the cp.async pipeline fills in wgmma's 128-byte swizzled layout (no ldmatrix, no register traffic for the
+    operands). fp16 inputs, float accumulation; k steps of 64 channels of one tap. mma.sync on an H200 reaches about
+    two thirds of the tensor cores' rate; wgmma is how cuDNN and cuBLAS reach the rest."""
+
+    BK = 64
+    SMEM_LIMIT = 227 * 1024  # an H100/H200 block's opt-in dynamic shared memory
+
+    def check(self, problem: Problem, params: dict) -> None:
+        need = self.pipeline_bytes(params)
+        if need > self.SMEM_LIMIT:
+            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
+                             f"128 + {params['tile_n']} rows of 128 bytes", f"{self.SMEM_LIMIT:,} bytes",
+                             "use fewer stages or tile_n=128")
+
+    @classmethod
+    def pipeline_bytes(cls, params: dict) -> int:
+        """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
+        return params["stages"] * (cls.TILE + params["tile_n"]) * cls.BK * 2 + 1024
+
+    def precision_of(self, params: dict) -> str:
+        return "float16"
+
+    def arch(self, params: dict) -> str:
+        return "sm_90a"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return Variant.sim_unsupported(self, params) or (
+            "GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma with shared-memory descriptors exists on sm_90a only; "
+            "simulate mma_nhwc's mma.sync, or wmma_nhwc")
+
+    @classmethod
+    def step_k(cls, params: dict) -> int:
+        return cls.BK
+
+    @classmethod
+    def padded_channels(cls, problem: Problem, params: dict) -> int:
+        return _round_up(problem.C, cls.BK)
+
+    @staticmethod
+    def element_bytes(kernel: Kernel) -> int:
+        return 2
+
+    def gemm_smem(self, kernel: Kernel) -> int:
+        smem = self.pipeline_bytes(kernel.params)
+        if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
+            smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
+        return smem
 
 
 @dataclass(frozen=True)
@@ -1042,6 +1120,7 @@ FAMILIES: dict[str, type[Variant]] = {
     "wmma": WmmaVariant,
     "wmma_nhwc": WmmaNhwcVariant,
     "mma_nhwc": MmaNhwcVariant,
+    "wgmma_nhwc": WgmmaNhwcVariant,
     "mma_nchw": MmaNchwVariant,
     "implicit_gemm_async": ImplicitGemmAsyncVariant,
     "winograd": WinogradVariant,

@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.nvcc, requires_nvcc]
 @pytest.mark.parametrize("variant,params", ALL, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in ALL])
 def test_compiles_cleanly(variant, params):
     kernel = render(variant, problem_for(variant), params)
-    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    arch = kernel.build_arch("sm_90")  # sm_90a for wgmma
+    compiled = compile_kernel(kernel.source, arch, kernel.fingerprint((arch,)), toolkit=MODERN_NVCC)
     assert compiled.path.stat().st_size > 0
     assert "warning" not in compiled.log.lower(), compiled.log
     for name in kernel.kernel_names:
@@ -32,7 +33,8 @@ SUITE_LAYERS = ["resnet50-3x3-64-64-56", "resnet50-1x1-512-1024-28-s2", "resnet5
 PIPELINED = [("implicit_gemm_async", {"bk": 16, "stages": 4, "split": 4}),
              *((name, {"precision": precision, "bk": bk, "stages": 4})
                for name, bk in (("mma_nhwc", 64), ("mma_nchw", 32)) for precision in ("fp16", "tf32")),
-             ("mma_nhwc", {"precision": "fp16", "split": 4})]  # split-K's registers spilled at 2 blocks an SM
+             ("mma_nhwc", {"precision": "fp16", "split": 4}),  # split-K's registers spilled at 2 blocks an SM
+             ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"tile_n": 128, "stages": 6})]
 
 
 @pytest.mark.parametrize("layer", SUITE_LAYERS)
@@ -40,7 +42,8 @@ PIPELINED = [("implicit_gemm_async", {"bk": 16, "stages": 4, "split": 4}),
                          ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in PIPELINED])
 def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
     kernel = render(variant, get_problem(layer), params)
-    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    arch = kernel.build_arch("sm_90")
+    compiled = compile_kernel(kernel.source, arch, kernel.fingerprint((arch,)), toolkit=MODERN_NVCC)
     for name in kernel.kernel_names:
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
 
@@ -48,17 +51,19 @@ def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
 HALF_IO = [*(("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": m, "tile_n": n, "bk": bk, "stages": stages})
              for m, n, bk, stages in itertools.product((128, 64), (128, 64), (32, 16), (3, 2, 4))),
            *(("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": n, "bk": bk, "stages": stages})
-             for n, bk, stages in itertools.product((128, 256), (32, 64), (3, 2, 4)))]
+             for n, bk, stages in itertools.product((128, 256), (32, 64), (3, 2, 4))),
+           *(("wgmma_nhwc", {"io": "float16", "tile_n": n, "stages": stages}) for n, stages in ((256, 4), (128, 3)))]
 
 
 @pytest.mark.parametrize("variant,params", HALF_IO, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in HALF_IO])
 def test_half_io_compiles_without_spills(variant, params):
-    """io=float16 renders on layers test_compiles_cleanly's 5x5 problem is not (mma_nchw: 1x1 stride 1; mma_nhwc:
-    Hout*Wout a multiple of 4): every setting here."""
+    """io=float16 on layers other than test_compiles_cleanly's 5x5 problem (mma_nchw takes 1x1 stride-1 layers only):
+    every setting here."""
     one = variant == "mma_nchw"
     layer = Problem(B=2, C=40, M=24, H=6, W=10, K=1 if one else 3, pad=0 if one else 1, name="ragged")
     kernel = render(variant, layer, params)
-    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    arch = kernel.build_arch("sm_90")
+    compiled = compile_kernel(kernel.source, arch, kernel.fingerprint((arch,)), toolkit=MODERN_NVCC)
     assert "warning" not in compiled.log.lower(), compiled.log
     for name in kernel.kernel_names:
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
@@ -74,7 +79,8 @@ def _entry(ptx: str, name: str) -> str:
 # Half y (io=float16) goes out through shared memory in 16-byte rows: 4-byte half2 stores also filled half a sector.
 VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 4, "rows": 8}, "v4.f32"),
                  ("mma_nchw", {"precision": "fp16"}, "v2.f32"), ("mma_nhwc", {"precision": "tf32"}, "v2.f32"),
-                 ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32")]
+                 ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32"), ("wgmma_nhwc", {}, "v2.f32"),
+                 ("wgmma_nhwc", {"io": "float16"}, "v4.u32")]
 
 
 @pytest.mark.parametrize("variant,params,vector", VECTOR_STORES,
@@ -82,7 +88,7 @@ VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 
 def test_output_stores_stay_vector(variant, params, vector):
     problem = get_problem("resnet50-1x1-64-256-56" if variant != "regtile" else "fmnist-conv1").with_batch(2)
     kernel = render(variant, problem, params)
-    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("ptx",)), output="ptx")
+    compiled = compile_kernel(kernel.source, kernel.build_arch("sm_90"), kernel.fingerprint(("ptx",)), output="ptx")
     body = _entry(compiled.path.read_text(), f"conv2d_{variant}")
     assert f"st.global.wb.{vector}" in body
     if variant != "regtile":  # regtile's tail columns (past a multiple of 4) are stored one by one

@@ -204,6 +204,15 @@ def test_mma_nhwc_half_io_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+@pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
+@pytest.mark.parametrize("params", [{}, {"tile_n": 128, "stages": 3}])
+def test_wgmma_nhwc_half_io_matches_reference(gpu, params, problem):
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, {"io": "float16", **params})
+    result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):
     """streams with io=float16: the page-locked host copies are half, and the split run's y passes the check."""
     problem = Problem(B=6, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120-b6")

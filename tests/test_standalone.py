@@ -42,8 +42,11 @@ def test_program_embeds_the_rendered_kernel_verbatim(variant):
 @requires_nvcc
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_compiles_with_cuda13(variant, tmp_path):
-    program = render_program(render(variant, problem_for(variant)), problem_for(variant).B)
-    obj = build_program(program.source, variant, MODERN_NVCC, ("-O3", "-c", "-arch=sm_90", "-Werror", "all-warnings"),
+    kernel = render(variant, problem_for(variant))
+    program = render_program(kernel, problem_for(variant).B)
+    cc = kernel.build_arch("sm_90").removeprefix("sm_")  # 90a for wgmma: only that (-arch=sm_90a adds compute_90 PTX)
+    obj = build_program(program.source, variant, MODERN_NVCC,
+                        ("-O3", "-c", f"-gencode=arch=compute_{cc},code=sm_{cc}", "-Werror", "all-warnings"),
                         folder=tmp_path)
     assert obj.stat().st_size > 0
 

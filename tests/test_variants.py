@@ -391,3 +391,36 @@ def test_strided_1x1_copies_only_the_pixels_it_reads():
     assert "XH = H, XW = W, XS = STRIDE" in three.source and three.launches(2)[0].grid[0] == 28 * 28 // 32 + 1
     wmma = render("wmma_nhwc", layer)
     assert wmma.launches(2)[0].grid[0] == 56 * 56 // 32  # wmma_nhwc keeps the whole copy
+
+
+def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
+    """wgmma_nhwc: 64-channel k steps in 128-byte swizzled rows, one m64n{tile_n}k16 per warpgroup and 16 of k; built
+    for sm_90a only (wgmma exists nowhere else), refused elsewhere and by the simulator by name."""
+    layer = get_problem("toycnn")
+    kernel = render("wgmma_nhwc", layer)
+    assert kernel.precision == "float16" and kernel.arch == "sm_90a"
+    assert kernel.build_arch("sm_90") == "sm_90a" and render("mma_nhwc", layer).build_arch("sm_80") == "sm_80"
+    for other in ("sm_80", "sm_100"):
+        with pytest.raises(LimitError, match=f"needs {other}, the limit is sm_90 .*use mma_nhwc"):
+            kernel.build_arch(other)
+    assert "wgmma" in kernel.sim_unsupported and "sm_90a" in kernel.sim_unsupported
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in kernel.source
+    assert " %128, %129, p, 1, 1, 0, 0;" in kernel.source  # 128 accumulators, then the two descriptors
+    assert "fence.proxy.async.shared::cta" in kernel.source and "ldmatrix4(" not in kernel.source
+    assert "((part ^ (tid / 8 % 8)) << 4)" in kernel.source  # the 128-byte swizzle of each copy's 16 bytes
+    copy_x, copy_w, gemm = kernel.launches(1)
+    assert gemm.grid == (224 * 224 // 256, 2, 1) and gemm.block == (256, 1, 1)
+    assert gemm.dynamic_smem == 4 * (128 + 256) * 128 + 1024  # four stages of both tiles, aligned to 1024
+    assert kernel.workspace(1) == {"xh": 256 * 228 * 228 * 2 // 4, "wh": 256 * 256 * 25 * 2 // 4}
+    narrow = render("wgmma_nhwc", layer, {"tile_n": 128, "stages": 6})
+    assert "m64n128k16" in narrow.source and " %64, %65, p, 1, 1, 0, 0;" in narrow.source
+    assert narrow.launches(1)[-1].dynamic_smem == 6 * (128 + 128) * 128 + 1024
+    with pytest.raises(LimitError, match="shared memory per block .* use fewer stages or tile_n=128"):
+        render("wgmma_nhwc", layer, {"stages": 5})  # 5 x 48 KB
+    stem = render("wgmma_nhwc", get_problem("resnet50-conv1"))  # C = 3 padded to 64 channels
+    assert "constexpr int CP = 64;" in stem.source
+    half = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16"})
+    assert [launch.kernel for launch in half.launches(1)] == ["conv2d_wgmma_nhwc_x", "conv2d_wgmma_nhwc"]  # w in place
+    assert "half* __restrict__ y, int batch)" in half.source
+    small = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16", "tile_n": 128, "stages": 3})
+    assert small.launches(1)[-1].dynamic_smem == 3 * 256 * 128 + 1024  # above the epilogue's 8 x 16 x 136 x 2

@@ -136,7 +136,7 @@ class GpuBackend(Backend):
                 kernel.source,
                 options=list(COMPILE_OPTIONS),
                 no_extern_c=True,  # the kernels are extern "C" already
-                arch=self.limits.arch,
+                arch=kernel.build_arch(self.limits.arch),
                 cache_dir=str(folder),
             )
         return self._modules[key]
@@ -158,10 +158,15 @@ class GpuBackend(Backend):
 
         folder = cache_dir() / "pycuda"
         folder.mkdir(parents=True, exist_ok=True)
-        sources = sorted({k.source for k in kernels})
+        builds = {}
+        for k in kernels:
+            try:
+                builds[k.source] = k.build_arch(self.limits.arch)
+            except LimitError:
+                pass  # not for this device: the run refuses it
+        sources = sorted(builds)
         with ProcessPoolExecutor(processes or os.cpu_count()) as pool:
-            list(pool.map(_compile_into_cache, sources, [self.limits.arch] * len(sources),
-                          [str(folder)] * len(sources)))
+            list(pool.map(_compile_into_cache, sources, [builds[s] for s in sources], [str(folder)] * len(sources)))
         return len(sources)
 
     def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
@@ -173,6 +178,7 @@ class GpuBackend(Backend):
         )
         try:
             launches = kernel.launches(batch)
+            kernel.build_arch(self.limits.arch)
             check_launches(launches, self.limits)
             self.check_memory(kernel, problem)
             streams = kernel.params.get("streams", 0)
