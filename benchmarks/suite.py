@@ -44,6 +44,7 @@ CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision.
     # suite_resnet50_{stores,split,half,nhwc-half}_every_h200_2026-11-22.csv, suite_resnet50_tile64_every_h200_*)
     "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
                 ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
+                ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
                 ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
                 ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),

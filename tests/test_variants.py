@@ -277,6 +277,16 @@ def test_implicit_gemm_async_pads_channels_and_output_channels():
     assert gemm.grid == (-(-2 * 81 // 128), 1, 1) and gemm.dynamic_smem == 4 * 3 * 16 * (64 + 128)
 
 
+def test_implicit_gemm_async_wide_tile_is_one_block_an_sm():
+    """tile_m=256: 16 x 8 outputs a thread (128 accumulators), so one block an SM; the others two."""
+    layer = get_problem("toycnn")
+    wide = render("implicit_gemm_async", layer, {"tile_m": 256, "bk": 16, "stages": 4})
+    assert "__launch_bounds__(256, 1)" in wide.source and "256 threads of 16 x 8 outputs" in wide.source
+    _, gemm = wide.launches(1)
+    assert gemm.grid == (224 * 224 // 128, 1, 1) and gemm.dynamic_smem == 4 * 4 * 16 * (256 + 128)
+    assert "__launch_bounds__(256, 2)" in render("implicit_gemm_async", layer, {"bk": 16}).source
+
+
 def test_mma_nchw_k_depth_gathers_a_first_layer():
     """C < bk: k = (ky, kx, c) unpadded per tap, K*K*C padded once; else each tap's channels padded to bk."""
     first = get_problem("resnet50-conv1")  # C = 3, 7 x 7
