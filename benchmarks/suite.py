@@ -50,7 +50,9 @@ CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision.
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
              ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
-             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2})],
+             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
+             ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6})],  # added 2026-11-24
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),

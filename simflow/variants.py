@@ -609,13 +609,16 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
     """Hopper's warpgroup MMA (wgmma, sm_90a) on mma_nhwc's channel-last half copies: a block of two warpgroups
     multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions that read both operands from shared memory,
     which the cp.async pipeline fills in wgmma's 128-byte swizzled layout (no ldmatrix, no register traffic for the
-    operands). fp16 inputs, float accumulation; k steps of 64 channels of one tap. mma.sync peaks at about 640 fp16
-    TFLOP/s on an H200 and wgmma (cuBLAS) at 780-810: cuDNN's fp16 convolutions run on wgmma."""
+    operands). fp16 or TF32 inputs, float accumulation; a k step is one 128-byte row of one tap's channels (64 half,
+    32 TF32). mma.sync peaks at about 640 fp16 TFLOP/s on an H200 and wgmma (cuBLAS) at 780-810: cuDNN's fp16
+    convolutions run on wgmma."""
 
-    BK = 64
+    ROW = 128  # bytes of a tile row: one period of the 128-byte swizzle
     SMEM_LIMIT = 227 * 1024  # an H100/H200 block's opt-in dynamic shared memory
 
     def check(self, problem: Problem, params: dict) -> None:
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
         need = self.pipeline_bytes(params)
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
@@ -625,10 +628,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
     @classmethod
     def pipeline_bytes(cls, params: dict) -> int:
         """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
-        return params["stages"] * (cls.TILE + params["tile_n"]) * cls.BK * 2 + 1024
-
-    def precision_of(self, params: dict) -> str:
-        return "float16"
+        return params["stages"] * (cls.TILE + params["tile_n"]) * cls.ROW + 1024
 
     def arch(self, params: dict) -> str:
         return "sm_90a"
@@ -640,15 +640,14 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 
     @classmethod
     def step_k(cls, params: dict) -> int:
-        return cls.BK
+        return cls.ROW // (2 if params["precision"] == "fp16" else 4)
 
     @classmethod
     def padded_channels(cls, problem: Problem, params: dict) -> int:
-        return _round_up(problem.C, cls.BK)
+        return _round_up(problem.C, cls.step_k(params))
 
-    @staticmethod
-    def element_bytes(kernel: Kernel) -> int:
-        return 2
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**super().extra_context(problem, params), "kslice": 16 if params["precision"] == "fp16" else 8}
 
     def gemm_smem(self, kernel: Kernel) -> int:
         smem = self.pipeline_bytes(kernel.params)

@@ -404,8 +404,8 @@ def test_strided_1x1_copies_only_the_pixels_it_reads():
 
 
 def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
-    """wgmma_nhwc: 64-channel k steps in 128-byte swizzled rows, one m64n{tile_n}k16 per warpgroup and 16 of k; built
-    for sm_90a only (wgmma exists nowhere else), refused elsewhere and by the simulator by name."""
+    """wgmma_nhwc: k steps of one 128-byte swizzled row, one m64n{tile_n}k16 (k8 TF32) per warpgroup and 32 bytes of
+    k; built for sm_90a only (wgmma exists nowhere else), refused elsewhere and by the simulator by name."""
     layer = get_problem("toycnn")
     kernel = render("wgmma_nhwc", layer)
     assert kernel.precision == "float16" and kernel.arch == "sm_90a"
@@ -429,6 +429,12 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
         render("wgmma_nhwc", layer, {"stages": 5})  # 5 x 48 KB
     stem = render("wgmma_nhwc", get_problem("resnet50-conv1"))  # C = 3 padded to 64 channels
     assert "constexpr int CP = 64;" in stem.source
+    tf32 = render("wgmma_nhwc", get_problem("resnet50-conv1"), {"precision": "tf32"})  # a 128-byte row: 32 channels
+    assert tf32.precision == "tf32" and "constexpr int CP = 32;" in tf32.source and "cvt.rna.tf32.f32" in tf32.source
+    assert "m64n256k8.f32.tf32.tf32" in tf32.source and " %128, %129, p, 1, 1;" in tf32.source  # no transpose operands
+    assert tf32.workspace(1)["wh"] == 64 * 32 * 49  # 4-byte elements: as many floats as elements
+    with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
+        render("wgmma_nhwc", layer, {"precision": "tf32", "io": "float16"})
     half = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16"})
     assert [launch.kernel for launch in half.launches(1)] == ["conv2d_wgmma_nhwc_x", "conv2d_wgmma_nhwc"]  # w in place
     assert "half* __restrict__ y, int batch)" in half.source
