@@ -194,20 +194,17 @@ NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-r
                     Problem(B=3, C=64, M=32, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49")]
 
 
-@pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
-@pytest.mark.parametrize("params", [{}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4}, {"split": 2},
-                                    {"split": 4, "tile_n": 256}])
-def test_mma_nhwc_half_io_matches_reference(gpu, params, problem):
-    kernel = VARIANTS["mma_nhwc"].render(problem, {"precision": "fp16", "io": "float16", **params})
-    result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))
-    assert result.status == "passed", result.reason
-    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4},
+                                                          {"split": 2}, {"split": 4, "tile_n": 256})),
+                     *(("wgmma_nhwc", params) for params in ({}, {"tile_n": 128, "stages": 3}))]
 
 
 @pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
-@pytest.mark.parametrize("params", [{}, {"tile_n": 128, "stages": 3}])
-def test_wgmma_nhwc_half_io_matches_reference(gpu, params, problem):
-    kernel = VARIANTS["wgmma_nhwc"].render(problem, {"io": "float16", **params})
+@pytest.mark.parametrize("variant,params", NHWC_HALF_CONFIGS,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}"
+                              for v, p in NHWC_HALF_CONFIGS])
+def test_nhwc_half_io_matches_reference(gpu, variant, params, problem):
+    kernel = VARIANTS[variant].render(problem, {"precision": "fp16", "io": "float16", **params})
     result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
