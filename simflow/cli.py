@@ -900,21 +900,59 @@ def cmd_report(args) -> int:
 
 
 def _doctor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-probe", action="store_true",
+                   help="do not run the probe programs on the simulator builds found (they run once per build, "
+                        "about a minute, and are cached)")
+    p.add_argument("--reprobe", action="store_true", help="run the probes again even where cached")
+    p.add_argument("--require", action="append", default=[], choices=["gpgpusim", "gpu"],
+                   help="exit 1 unless this backend can run here (repeatable; the image build uses it)")
     _json_arg(p)
 
 
 @command("doctor", _doctor_args, help="what simflow can use here, what is missing and how to get it")
 def cmd_doctor(args) -> int:
+    from .backends import backend_class
     from .doctor import diagnose
 
-    findings = diagnose()
+    findings = diagnose(probe_builds=not args.no_probe, refresh=args.reprobe)
     if args.json:
         print(json.dumps([f.as_dict() for f in findings], indent=2))
-        return 0
-    for f in findings:
-        print(f"[{'ok' if f.found else '--'}] {f.component}: {f.detail}")
-        if not f.found and f.how_to_get:
-            print(f"       how to get it: {f.how_to_get}")
+    else:
+        for f in findings:
+            print(f"[{'ok' if f.found else '--'}] {f.component}: {f.detail}")
+            if not f.found and f.how_to_get:
+                print(f"       how to get it: {f.how_to_get}")
+    absent = [name for name in args.require if not backend_class(name).probe().available]
+    if absent:
+        print(f"simflow: error: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _image_args(p: argparse.ArgumentParser) -> None:
+    from .image import DEFAULT_BASE, DEFAULT_TAG
+
+    p.add_argument("action", choices=["build"], help="build: the simflow image around your GPGPU-Sim build")
+    p.add_argument("--simulator", metavar="DIR", help="the GPGPU-Sim build to package (default: the one simflow "
+                                                      "finds, as 'simflow doctor' shows)")
+    p.add_argument("--tag", "-t", default=DEFAULT_TAG, help=f"the image's name (default {DEFAULT_TAG})")
+    p.add_argument("--engine", choices=["docker", "podman"], help="container engine (default: $SIMFLOW_ENGINE, "
+                                                                  "else docker, else podman)")
+    p.add_argument("--base", default=DEFAULT_BASE, help=f"the Debian 12 base image, already in the engine "
+                                                        f"(default {DEFAULT_BASE}; nothing is pulled)")
+    p.add_argument("--network", default="host", help="the build's network, which must reach Debian's mirror "
+                                                     "(default host)")
+    p.add_argument("--engine-option", action="append", default=[], metavar="OPT",
+                   help="passed to the engine's build command as it is (repeatable), e.g. --engine-option=--no-cache")
+
+
+@command("image", _image_args, help="build the simflow image (CUDA 11.8, simflow) around your own GPGPU-Sim build")
+def cmd_image(args) -> int:
+    from .image import build
+
+    tag = build(args.simulator, tag=args.tag, engine_name=args.engine, base=args.base, network=args.network,
+                engine_options=tuple(args.engine_option))
+    print(f"built {tag}: simflow sim VARIANT --docker {tag}")
     return 0
 
 

@@ -7,6 +7,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 
 from .backends import backend_class
+from .errors import ToolError, UserError
 from .toolkits import CUDA11_HELP, find_toolkits
 
 
@@ -66,9 +67,49 @@ def toolkit_findings() -> list[Finding]:
     return found
 
 
-def simulator_finding() -> Finding:
+def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+    """Where simflow looked for GPGPU-Sim (which build it uses, why it passed over the others), and what each
+    build present can do, from its probes (simflow.simulator_probe; cached per build)."""
+    from .simulator import SIMULATOR_HELP, candidates, find_simulator
+    from .simulator_probe import WMMA_FORMS, probe
+    from .standalone import cuda11_toolkit
+
     avail = backend_class("gpgpusim").probe()
-    return Finding("GPGPU-Sim", avail.available, avail.detail, avail.how_to_get)
+    found = [Finding("GPGPU-Sim", avail.available, avail.detail, avail.how_to_get)]
+    try:
+        chosen = find_simulator().root
+    except UserError:
+        chosen = None
+    looked = candidates()
+    lines = [("used: " if c.usable and c.path.resolve() == chosen else "") + c.describe() for c in looked]
+    found.append(Finding("GPGPU-Sim search", chosen is not None, "; ".join(lines),
+                         "" if chosen is not None else SIMULATOR_HELP))
+    builds = {c.path.resolve(): c for c in looked if c.usable}
+    if not probe_builds or not builds:
+        return found
+    try:
+        toolkit = cuda11_toolkit()
+    except UserError as exc:
+        found.append(Finding("GPGPU-Sim capabilities", False, f"not probed: {exc}", CUDA11_HELP))
+        return found
+    for root, candidate in builds.items():
+        sim = candidate.simulator()
+        try:
+            caps = probe(sim, toolkit, refresh=refresh)
+        except (UserError, ToolError) as exc:
+            found.append(Finding(f"GPGPU-Sim at {root}", False, f"probes failed: {str(exc).splitlines()[0]}",
+                                 "rebuild it by its own README"))
+            continue
+        right = [form.describe() for form in WMMA_FORMS if caps.wmma.get(form.name) == "correct"]
+        wrong = {said.split(":")[0] for said in caps.wmma.values() if said != "correct"}
+        wmma = (f"WMMA: {len(right)} of {len(caps.wmma)} forms correct" + (f" ({', '.join(right)})" if right else "")
+                + (f"; the others {', '.join(sorted(wrong))}" if wrong else ""))
+        occupancy = ("gpu_occupancy printed" if caps.occupancy == "printed" else
+                     "gpu_occupancy = -nan: sampled_occupancy (from the progress samples) stands for it")
+        found.append(Finding(f"GPGPU-Sim at {root}", True,
+                             f"{caps.flavour or 'unknown flavour'}, {caps.version} [build {caps.build}]; {occupancy}; "
+                             f"bank conflicts in {caps.bank_conflict_counter or 'no counter'}; {wmma}"))
+    return found
 
 
 def docker_finding() -> Finding:
@@ -83,5 +124,6 @@ def docker_finding() -> Finding:
     return Finding("docker", True, f"engine {out}")
 
 
-def diagnose() -> list[Finding]:
-    return [gpu_finding(), pycuda_finding(), *toolkit_findings(), simulator_finding(), docker_finding()]
+def diagnose(probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+    return [gpu_finding(), pycuda_finding(), *toolkit_findings(), *simulator_findings(probe_builds, refresh),
+            docker_finding()]

@@ -7,7 +7,7 @@ An overlay is a small TOML file (gpgpusim_configs/<NAME>.toml, or any path a use
     [options]                          # simulator options without the leading dash
     gpgpu_n_clusters = 8
 
-The base is read from the installed simulator, never copied into simflow. The merged
+The base is read from the user's simulator build (simflow.simulator finds it), never copied into simflow. The merged
 `gpgpusim.config` (base options in order, overridden values replaced in place, new options
 appended) and the base folder's companion files (interconnect, power model) go into the run
 folder. The simulator reads its config as a stream of `-option value` tokens: `#` starts a
@@ -26,16 +26,10 @@ from pathlib import Path
 
 from .errors import UserError
 from .resources import configs_dir
+from .simulator import find_simulator
 
 DEFAULT_CONFIG = "SM7_QV100"
 DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator is stopped
-SIMULATOR_HELP = (
-    "build GPGPU-Sim with a CUDA 11.x toolkit as the README's 'Installing GPGPU-Sim natively' says "
-    "(docker/install-gpgpusim.sh, about 4 minutes), then 'source setup_environment release' in its folder "
-    "or set GPGPUSIM_ROOT to it; or use 'simflow sim ... --docker IMAGE' with the image from docker/Dockerfile"
-)
-
-
 @dataclass(frozen=True)
 class SimConfig:
     """A named overlay: which tested config it starts from and what it changes."""
@@ -169,17 +163,6 @@ def render_config(pairs: list[tuple[str, str]], header: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def simulator_root() -> Path:
-    """The installed simulator, from GPGPUSIM_ROOT (set by its setup_environment)."""
-    root = os.environ.get("GPGPUSIM_ROOT")
-    if not root:
-        raise UserError(f"GPGPU-Sim not found: GPGPUSIM_ROOT is not set. {SIMULATOR_HELP}")
-    path = Path(root)
-    if not (path / "configs").is_dir():
-        raise UserError(f"GPGPUSIM_ROOT={root} has no configs/ folder; is it a GPGPU-Sim tree? {SIMULATOR_HELP}")
-    return path
-
-
 def base_dir(base: str, root: Path) -> Path:
     folder = root / "configs" / "tested-cfgs" / base
     if not (folder / "gpgpusim.config").is_file():
@@ -224,7 +207,7 @@ class WrittenConfig:
 
 def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) -> WrittenConfig:
     """Merge `config` onto its base from the installed simulator and write it into the run folder."""
-    source = base_dir(config.base, root or simulator_root())
+    source = base_dir(config.base, root or find_simulator().root)
     base_text = (source / "gpgpusim.config").read_text(errors="replace")
     pairs, added = merge(base_text, config.options)
     header = [f"simflow config {config.name}: base {config.base} ({source / 'gpgpusim.config'})",

@@ -22,7 +22,8 @@ from pathlib import Path
 from .errors import UserError
 
 # kind: "per_kernel" (reset for each kernel, kept as printed), "cumulative" (summed over the
-# process, differenced), "ratio" (recomputed from two differenced counters), "process"
+# process, differenced), "ratio" (recomputed from two differenced counters), "derived" (computed from
+# the progress samples, not printed in the stats block), "process"
 # (whole-process figure so far, kept as printed).
 
 
@@ -54,6 +55,9 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("gpu_sim_insn", _K, "thread insn", "thread instructions this kernel executed", "lower"),
     Stat("gpu_ipc", _K, "thread insn/cycle", "thread instructions per cycle over the whole GPU", "higher"),
     Stat("gpu_occupancy", _K, "%", "active warps over the maximum, averaged over active cycles", "higher"),
+    Stat("sampled_occupancy", "derived", "%", "gpu_occupancy's measure (active warps over the warp slots of SMs "
+         "with work) from the progress samples, each weighted by its interval's cycles: a figure on every build, "
+         "where the accel-sim fork prints gpu_occupancy = -nan", "higher"),
     Stat("partiton_level_parallism", _K, "", "memory partitions busy per cycle", "higher"),
     Stat("L2_BW", _K, "GB/s", "L2 bandwidth this kernel used", ""),
     Stat("gpu_tot_sim_cycle", _C, "cycles", "cycles of every kernel so far (differenced)", "lower"),
@@ -252,7 +256,7 @@ def stat_of(name: str) -> Stat | None:
 
 
 # The stats a summary table shows first.
-SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "gpu_tot_issued_cta",
+SUMMARY = ("gpu_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_occupancy", "sampled_occupancy", "gpu_tot_issued_cta",
            "gpgpu_n_tot_w_icount", "L1D_total_cache_accesses", "L1D_total_cache_misses", "L1D_total_cache_miss_rate",
            "gpgpu_n_load_insn", "gpgpu_n_store_insn", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict",
            "gpgpu_stall_shd_mem[s_mem][bk_conf]", "issue_slots[W0_Scoreboard]", "issue_slots[W0_Idle]",
@@ -651,6 +655,10 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 record.metrics[ratio] = record.metrics[num] / den_value if den_value else math.nan
         previous = record.printed
         record.complete = True
+    if not mixed:
+        for position, occupancy in _sampled_occupancy(log.samples).items():
+            if position <= len(log.kernels):
+                log.kernels[position - 1].metrics["sampled_occupancy"] = occupancy
     if log.kernels and not (log.exit_detected and not log.stopped_at_limit):
         log.kernels[-1].complete = False
 
@@ -683,8 +691,24 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
         log.reason = f"no exit line: the simulator crashed, timed out or the log was cut ({where})"
 
 
+def _sampled_occupancy(samples: list[Sample]) -> dict[int, float]:
+    """Each kernel launch's occupancy from the progress samples, as the simulator defines gpu_occupancy
+    (warps filled over the warp slots of the SMs with work, summed over cycles): a sample's counts stand
+    for the cycles since the one before. Intervals with no SM at work (launch latency) count for nothing."""
+    filled: dict[int, float] = {}
+    slots: dict[int, float] = {}
+    before = 0
+    for sample in samples:
+        span, before = sample.cycle - before, max(before, sample.cycle)
+        if span > 0 and sample.warp_slots > 0 and sample.launch > 0:
+            filled[sample.launch] = filled.get(sample.launch, 0.0) + span * sample.active_warps
+            slots[sample.launch] = slots.get(sample.launch, 0.0) + span * sample.warp_slots
+    return {launch: round(100 * filled[launch] / slots[launch], 4) for launch in filled if slots[launch]}
+
+
 # Per-kernel rates that several launches combine by weighting with each launch's cycles.
-CYCLE_WEIGHTED = {"gpu_ipc", "gpu_occupancy", "partiton_level_parallism", "L2_BW", "theoretical_occupancy"}
+CYCLE_WEIGHTED = {"gpu_ipc", "gpu_occupancy", "sampled_occupancy", "partiton_level_parallism", "L2_BW",
+                  "theoretical_occupancy"}
 
 
 def aggregate(launches: list[dict[str, float]]) -> dict[str, float]:

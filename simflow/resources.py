@@ -27,6 +27,10 @@ def configs_dir() -> Path:
     return _find("gpgpusim_configs")
 
 
+def docker_dir() -> Path:
+    return _find("docker")
+
+
 def cache_dir() -> Path:
     """Compile cache; SIMFLOW_CACHE moves it."""
     root = os.environ.get("SIMFLOW_CACHE") or os.path.join(

@@ -1,135 +1,56 @@
-"""The Docker image's parts that run without Docker: its scripts, and the Dockerfile's references.
-(The image itself is built and run only where a Docker engine exists; the real entry-script run is
-in test_gpgpusim_backend, marked gpgpusim.)"""
+"""The image's build context, made without an engine: simflow stages the user's simulator build (its
+runtime files, copied) and itself beside docker/Dockerfile, which fetches, builds and patches nothing.
+(The image is built and used for real in test_docker_image, marked docker.)"""
 
 import re
 import subprocess
-from pathlib import Path
+import sys
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCKER = ROOT / "docker"
+from test_simulator import fake_build
 
+from simflow import image, resources
+from simflow.simulator import simulator_at
 
-def test_scripts_parse():
-    for script in ("entrypoint.sh", "install-gpgpusim.sh"):
-        assert subprocess.run(["bash", "-n", str(DOCKER / script)]).returncode == 0
-
-
-def test_dockerfile_refers_to_files_that_exist_and_pins_the_simulator():
-    text = (DOCKER / "Dockerfile").read_text()
-    for line in re.findall(r"^COPY (.+)$", text, flags=re.M):
-        *sources, _target = line.split()
-        for source in sources:
-            assert (ROOT / source).exists(), source
-    commit = re.search(r"^ARG GPGPUSIM_COMMIT=([0-9a-f]+)$", text, flags=re.M)[1]
-    assert len(commit) == 40
-    assert "ARG GPGPUSIM_REPO=https://github.com/accel-sim/gpgpu-sim_distribution.git" in text
-    assert 'ENTRYPOINT ["simflow-entrypoint"]' in text and "ENV GPGPUSIM_ROOT=/opt/gpgpu-sim" in text
-    assert "install-gpgpusim.sh \"$GPGPUSIM_REPO\" \"$GPGPUSIM_COMMIT\" /opt/gpgpu-sim" in text
-    ignored = (ROOT / ".dockerignore").read_text().split()
-    assert ".git" in ignored and ".venv" in ignored and "simflow-results" in ignored
+DOCKERFILE = resources.docker_dir() / "Dockerfile"
 
 
-def test_install_script_usage():
-    proc = subprocess.run(["bash", str(DOCKER / "install-gpgpusim.sh")], capture_output=True, text=True)
-    assert proc.returncode == 2 and "usage:" in proc.stderr
+def test_the_dockerfile_only_copies_the_staged_build_and_fetches_no_simulator():
+    text = DOCKERFILE.read_text()
+    assert not re.search(r"git (clone|fetch)|make -j|\bmake\b|install-gpgpusim|patch|gpgpu-sim_distribution", text)
+    copies = re.findall(r"^COPY (\S+) (\S+)$", text, flags=re.M)
+    assert copies == [("gpgpu-sim", "/opt/gpgpu-sim"), ("simflow", "/opt/simflow/simflow")]
+    assert text.rstrip().endswith('CMD ["simflow", "doctor"]')
+    assert "RUN simflow doctor --no-probe --require gpgpusim" in text  # the last RUN: the build must run there
 
 
-def run_entry(tmp_path, setup_body, *command, root=True):
-    sim = tmp_path / "sim"
-    sim.mkdir(exist_ok=True)
-    (sim / "setup_environment").write_text(setup_body)
-    env = {"PATH": "/usr/bin:/bin", "CUDA_INSTALL_PATH": str(tmp_path)}
-    if root:
-        env["GPGPUSIM_ROOT"] = str(sim)
-    return subprocess.run([str(DOCKER / "entrypoint.sh"), *command], capture_output=True, text=True, env=env)
-
-
-def test_entry_point_runs_the_command_after_the_setup(tmp_path):
-    proc = run_entry(tmp_path, "export GPGPUSIM_SETUP_ENVIRONMENT_WAS_RUN=1 MARK=$1\n", "sh", "-c", 'echo "$MARK"')
-    assert proc.returncode == 0 and proc.stdout == "release\n"
-
-
-def test_entry_point_failures_are_clear(tmp_path):
-    proc = run_entry(tmp_path, "echo 'ERROR ** nvcc not found'; return 1\n", "true")
-    assert proc.returncode == 1 and "setup_environment failed" in proc.stderr and "nvcc not found" in proc.stderr
-    proc = run_entry(tmp_path, "", "true", root=False)
-    assert proc.returncode != 0 and "set GPGPUSIM_ROOT to the GPGPU-Sim folder" in proc.stderr
-
-
-# A tree with the three defects install-gpgpusim.sh fixes, in the shape the simulators' files have
-# (lines written here for the test, not copied from either simulator).
-_MAKEFILE = """$(OUTPUT_DIR)/ptx_parser_decode.def: $(OUTPUT_DIR)/ptx.tab.c
-\tcat $(OUTPUT_DIR)/ptx.tab.h | grep "=" | sed -E 's/^ +//' | sed 's/[=,]//g' \
-| sed -E 's/([_A-Za-z0-9]+) +(-?[0-9]+)/\\1 \\1/' | sed 's/^/DEF(/' | sed 's/ /,"/' | sed 's/$$/")/' \
-> $(OUTPUT_DIR)/ptx_parser_decode.def
-"""
-_API = """unsigned CUDARTAPI __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim,
-                                               size_t sharedMem = 0) {
-  cudaConfigureCallInternal(gridDim, blockDim, sharedMem, stream);
-}
-"""
-_GPUSIM = """    for (unsigned i = 0; i < n; i++) {
-      step(i);
-      // Update core icnt/cache stats for AccelWattch
-      if (m_config.g_power_simulation_enabled) {
-        m_cluster[i]->get_icnt_stats(a, b);
-        m_cluster[i]->get_current_occupancy(
-            gpu_occupancy.aggregate_warp_slot_filled,
-            gpu_occupancy.aggregate_theoretical_warp_slots);
-      }
-    }
-"""
-
-
-def _tree(root: Path) -> Path:
-    for rel, text in (("src/cuda-sim/Makefile", _MAKEFILE), ("libcuda/cuda_runtime_api.cc", _API),
-                      ("src/gpgpu-sim/gpu-sim.cc", _GPUSIM)):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
-
-
-def _patch(tree: Path):
-    return subprocess.run(["bash", str(DOCKER / "install-gpgpusim.sh"), "--patch-only", str(tree)],
-                          capture_output=True, text=True)
-
-
-def test_install_script_applies_each_fix_once_and_only_where_needed(tmp_path):
-    tree = _tree(tmp_path / "sim")
-    proc = _patch(tree)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[:3] == ["parser-tokens src/cuda-sim/Makefile",
-                                           "push-config libcuda/cuda_runtime_api.cc",
-                                           "occupancy src/gpgpu-sim/gpu-sim.cc"]
-    make = (tree / "src/cuda-sim/Makefile").read_text()
-    assert 'sed -E "s:[[:space:]]*/[*].*[*]/::"' in make and 'YY(error|EOF|EMPTY|UNDEF),/d"' in make
-    api = (tree / "libcuda/cuda_runtime_api.cc").read_text()
-    assert "stream);\n  return 0;\n}" in api
-    gpusim = (tree / "src/gpgpu-sim/gpu-sim.cc").read_text()
-    before_if = gpusim.split("if (m_config.g_power_simulation_enabled)")[0]
-    assert "get_current_occupancy(" in before_if and gpusim.count("get_current_occupancy(") == 1
-    patched = {p: p.read_text() for p in tree.rglob("*") if p.is_file()}
-    again = _patch(tree)  # a fixed tree needs nothing
-    assert again.returncode == 0 and again.stdout == ""
-    assert {p: p.read_text() for p in tree.rglob("*") if p.is_file()} == patched
-
-
-def test_the_generated_token_list_is_what_the_parser_needs(tmp_path):
-    """Run the patched Makefile line on a bison-3.8-style header: no comment strings, no YY tokens."""
-    tree = _tree(tmp_path / "sim")
-    _patch(tree)
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "ptx.tab.h").write_text('    YYEMPTY = -2,\n    YYEOF = 0,                     /* "end of file"  */\n'
-                                   '    STRING = 258,                  /* STRING  */\n')
-    lines = (tree / "src/cuda-sim/Makefile").read_text().splitlines()
-    recipe = " ".join(lines[1:3]).replace("$(OUTPUT_DIR)", str(out)).replace("$$", "$")
-    subprocess.run(["bash", "-c", recipe], check=True)
-    assert (out / "ptx_parser_decode.def").read_text().split() == ['DEF(STRING,"STRING")']
-
-
-def test_install_script_refuses_an_existing_prefix(tmp_path):
-    proc = subprocess.run(["bash", str(DOCKER / "install-gpgpusim.sh"), "repo", "abc", str(tmp_path)],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "CUDA_INSTALL_PATH": "/x"})
-    assert proc.returncode == 1 and "exists already; remove it or choose another PREFIX" in proc.stderr
+def test_the_context_holds_simflow_and_the_builds_runtime_files_only(tmp_path):
+    root = fake_build(tmp_path / "sim")
+    (root / "src").mkdir()
+    (root / "src" / "gpu-sim.cc").write_text("// source: never staged\n")
+    (root / "build").mkdir()
+    (root / "build" / "x.o").write_bytes(b"\0")
+    context = tmp_path / "context"
+    context.mkdir()
+    image.stage(simulator_at(root), context)
+    staged = sorted(str(p.relative_to(context / "gpgpu-sim")) for p in (context / "gpgpu-sim").rglob("*")
+                    if not p.is_dir())
+    assert staged == ["configs/tested-cfgs/SM7_QV100/config_volta_islip.icnt",
+                      "configs/tested-cfgs/SM7_QV100/gpgpusim.config",
+                      "lib/gcc-12.2.0/cuda-11080/release/libcudart.so",
+                      "lib/gcc-12.2.0/cuda-11080/release/libcudart.so.11.0",
+                      "setup_environment", "version"]
+    assert (context / "gpgpu-sim/lib/gcc-12.2.0/cuda-11080/release/libcudart.so.11.0").is_symlink()
+    assert (context / "Dockerfile").read_text() == DOCKERFILE.read_text()
+    package = context / "simflow"
+    for name in ("__main__.py", "cli.py", "cuda_templates/standalone.cu.j2", "gpgpusim_configs/SM7_QV100.toml",
+                 "docker/Dockerfile"):
+        assert (package / name).is_file(), name
+    assert not list(package.rglob("__pycache__"))
+    # the staged package runs on its own, as the image runs it (PYTHONPATH, python -m simflow)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(context)}
+    where = subprocess.run([sys.executable, "-c", "import simflow; print(simflow.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env)
+    assert where.stdout.strip() == str(package / "__init__.py"), where.stderr
+    proc = subprocess.run([sys.executable, "-m", "simflow", "variants"], cwd=tmp_path, capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0 and "wmma" in proc.stdout, proc.stderr

@@ -28,23 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, container, orphans
+from .. import __version__, container, orphans, simulator_probe
 from ..errors import LimitError, ToolError, UserError
-from ..gpgpusim_config import (
-    DEFAULT_CONFIG,
-    DEFAULT_TIMEOUT_S,
-    SIMULATOR_HELP,
-    SimConfig,
-    config_key,
-    load_config,
-    simulator_root,
-    write_run_config,
-)
+from ..gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S, SimConfig, config_key, load_config, write_run_config
 from ..gpgpusim_log import AERIALVISION_GLOB, SimLog, aggregate, parse_aerialvision, parse_file, stat_of
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import Tolerance, check_output, make_inputs, output_shape
 from ..run_folders import keep_result, new_run_folder, write_csv, write_json
+from ..simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
@@ -78,47 +70,25 @@ def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s:
     })
 
 
-def simulator_environment(root: Path, cuda_path: Path) -> dict[str, str]:
-    """The environment the simulator's own setup_environment makes, for this CUDA 11.x install."""
-    env = dict(os.environ)
-    env["CUDA_INSTALL_PATH"] = str(cuda_path)
-    env["PATH"] = os.pathsep.join([str(cuda_path / "bin"), env.get("PATH", "")])
-    script = f'source "{root}/setup_environment" release >&2 && env -0'
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, env=env, cwd=root, timeout=120)
-    out = dict(item.split("=", 1) for item in proc.stdout.decode(errors="replace").split("\0") if "=" in item)
-    if proc.returncode != 0 or out.get("GPGPUSIM_SETUP_ENVIRONMENT_WAS_RUN") != "1":
-        raise UserError(f"GPGPU-Sim's setup_environment failed in {root} with CUDA_INSTALL_PATH={cuda_path}: "
-                        f"{proc.stderr.decode(errors='replace').strip()[-800:]}")
-    lib = Path(out["GPGPUSIM_ROOT"]) / "lib" / out.get("GPGPUSIM_CONFIG", "")
-    if not (lib / "libcudart.so").exists():
-        # The folder is named after the gcc first on PATH now; the build may have used another one.
-        built = sorted(Path(out["GPGPUSIM_ROOT"]).glob(f"lib/gcc-*/cuda-{out.get('CUDA_VERSION_NUMBER')}/release"))
-        if len(built) != 1 or not (built[0] / "libcudart.so").exists():
-            raise UserError(f"the simulator at {root} is not built for CUDA {out.get('CUDA_VERSION_NUMBER')}: no "
-                            f"libcudart.so in {lib}; run 'make' there after sourcing setup_environment")
-        out["LD_LIBRARY_PATH"] = out.get("LD_LIBRARY_PATH", "").replace(str(lib), str(built[0]), 1)
-        lib = built[0]
-    out["LD_LIBRARY_PATH"] = os.pathsep.join([str(lib), out.get("LD_LIBRARY_PATH", "")])
-    return out
-
-
 def execute(folder: Path) -> dict:
     """Build, configure and simulate the prepared run in `folder`; returns (and writes) execution.json."""
     folder = folder.resolve()
     spec = json.loads((folder / "run.json").read_text())
     facts: dict = {"started": utc_timestamp(), "host": platform.node()}
     try:
-        root = simulator_root()
+        sim = find_simulator()
         toolkit = cuda11_toolkit()
-        facts.update(simulator_root=str(root), cuda=toolkit.version_text, nvcc=str(toolkit.nvcc))
-        patches = root / "SIMFLOW_PATCHES"  # what install-gpgpusim.sh fixed in this build
-        if patches.is_file():
-            facts["simulator_patches"] = ", ".join(patches.read_text().split("\n")).strip(", ") or "none"
+        facts.update(simulator_root=str(sim.root), simulator_found_by=sim.found_by, cuda=toolkit.version_text,
+                     nvcc=str(toolkit.nvcc))
         config = SimConfig(**spec["config"])
-        written = write_run_config(config, folder, root)
+        written = write_run_config(config, folder, sim.root)
         facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
                      config_options_new_to_base=list(written.added), instrumentation=written.instrumentation)
-        env = simulator_environment(root, cuda_install_path(toolkit))
+        env = environment(sim, cuda_install_path(toolkit))
+        try:  # what this build can do: probed once per build, then read from the cache
+            facts.update(simulator_probe.probe(sim, toolkit, wmma=False).summary())
+        except (UserError, ToolError) as exc:
+            facts["simulator_probe_error"] = str(exc).splitlines()[0]
     except UserError as exc:
         facts.update(finished=utc_timestamp(), setup_error=str(exc))
         write_json(folder / "execution.json", facts)
@@ -216,10 +186,10 @@ def finish(folder: Path) -> RunResult:
     result.environment["config_key"] = config_key(SimConfig(**spec["config"]))
     path = folder / "execution.json"
     facts = json.loads(path.read_text()) if path.is_file() else {}
-    for key in ("config_base", "config_hash", "cuda", "simulator_root", "simulator_patches", "docker_image",
-                "container_engine", "host"):
-        if facts.get(key):
-            result.environment[key] = str(facts[key])
+    recorded = ("config_base", "config_hash", "cuda", "docker_image", "container_engine", "host")
+    for key, value in facts.items():  # the simulator_* facts: where it was found, what the build can do
+        if value and (key in recorded or key.startswith("simulator_")):
+            result.environment[key] = str(value)
     if not facts:
         result.status, result.reason = "crashed", f"the execute step left no {path.name} (killed before the end?)"
     elif facts.get("interrupted"):
@@ -346,13 +316,13 @@ class GpgpusimBackend(Backend):
 
     @classmethod
     def probe(cls) -> Availability:
-        """Says every missing part at once: the simulator (GPGPUSIM_ROOT) and a CUDA 11.x toolkit."""
+        """Says every missing part at once: the simulator (see simflow.simulator) and a CUDA 11.x toolkit."""
         missing, how = [], []
         try:
-            root = simulator_root()
+            sim = find_simulator()
         except UserError as exc:
-            root = None
-            missing.append(str(exc).removesuffix(SIMULATOR_HELP).rstrip(". "))
+            sim = None
+            missing.append(str(exc).removesuffix(SIMULATOR_HELP).rstrip(". ;"))
             how.append(SIMULATOR_HELP)
         try:
             toolkit = cuda11_toolkit()
@@ -360,15 +330,20 @@ class GpgpusimBackend(Backend):
             toolkit = None
             missing.append(str(exc).split(" GPGPU-Sim needs")[0])
             how.append(CUDA11_HELP)
-        if root is not None and toolkit is not None:
+        if sim is not None and toolkit is not None:
             try:
-                simulator_environment(root, cuda_install_path(toolkit))
+                environment(sim, cuda_install_path(toolkit))
             except UserError as exc:
                 missing.append(str(exc))
                 how.append(SIMULATOR_HELP)
+        if sim is not None and (lacking := missing_libraries(sim)):
+            missing.append(f"the simulator's {sim.library} needs system libraries this system lacks: "
+                           f"{'; '.join(lacking)}")
+            how.append("build the simulator on this system's release (for an image: on Debian 12, its release)")
         if missing:
             return Availability(False, "; ".join(missing), "; ".join(how))
-        return Availability(True, f"GPGPU-Sim at {root}, CUDA {toolkit.version_text} ({toolkit.nvcc})")
+        return Availability(True, f"GPGPU-Sim at {sim.root} (from {sim.found_by}), CUDA {toolkit.version_text} "
+                                  f"({toolkit.nvcc})")
 
     def __init__(self, config: str | SimConfig = DEFAULT_CONFIG, docker_image: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None, engine: str | None = None) -> None:
@@ -387,7 +362,7 @@ class GpgpusimBackend(Backend):
         if getattr(self, "_required", False):
             return
         if self.docker_image is None:
-            simulator_root()
+            find_simulator()
             cuda11_toolkit()
         else:
             self.engine = container.engine(self._engine_name)

@@ -1,0 +1,121 @@
+"""Finding the user's GPGPU-Sim build: the search order, config files, and what each place lacks."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from simflow import simulator
+from simflow.errors import UserError
+from simflow.simulator import candidates, find_simulator, read_config, simulator_at
+
+
+def fake_build(root: Path) -> Path:
+    """The files simflow needs of a built simulator tree (empty stand-ins, never a real build)."""
+    config = root / "configs" / "tested-cfgs" / "SM7_QV100"
+    config.mkdir(parents=True)
+    (config / "gpgpusim.config").write_text("-gpgpu_n_clusters 80\n")
+    (config / "config_volta_islip.icnt").write_text("topology = fly;\n")
+    (root / "setup_environment").write_text("export GPGPUSIM_SETUP_ENVIRONMENT_WAS_RUN=1\n")
+    (root / "version").write_text("const char *g_gpgpusim_version_string = \"GPGPU-Sim Simulator Version 4.2.0 \";\n")
+    library = root / "lib" / "gcc-12.2.0" / "cuda-11080" / "release"
+    library.mkdir(parents=True)
+    (library / "libcudart.so").write_bytes(b"\x7fELF")
+    (library / "libcudart.so.11.0").symlink_to("libcudart.so")
+    return root
+
+
+@pytest.fixture
+def nowhere(tmp_path, monkeypatch):
+    """No variable, no config file, usual places that do not exist: a clean slate to add to."""
+    monkeypatch.delenv("GPGPUSIM_ROOT", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(simulator, "USUAL_PLACES", (str(tmp_path / "opt-gpgpu-sim"), str(tmp_path / "home-sim")))
+    return tmp_path
+
+
+def test_nothing_found_says_where_it_looked_and_how_to_build_one(nowhere):
+    with pytest.raises(UserError) as info:
+        find_simulator()
+    text = str(info.value)
+    assert "GPGPUSIM_ROOT: not set" in text and "config.toml: no such file" in text
+    assert f"{nowhere / 'opt-gpgpu-sim'}: no such folder" in text
+    assert "by its own README" in text and "--docker" in text
+
+
+def test_a_usual_place_is_found_without_any_variable(nowhere):
+    fake_build(nowhere / "home-sim")
+    sim = find_simulator()
+    assert sim.root == (nowhere / "home-sim").resolve() and sim.found_by == "usual place"
+    assert sim.library == sim.root / "lib/gcc-12.2.0/cuda-11080/release/libcudart.so"
+    assert any("opt-gpgpu-sim: no such folder" in said for said in sim.passed_over)
+
+
+def test_the_order_is_variable_then_project_then_user_config_then_usual_places(nowhere, monkeypatch):
+    for name in ("env", "project", "user", "opt-gpgpu-sim"):
+        fake_build(nowhere / name)
+    (nowhere / "xdg" / "simflow").mkdir(parents=True)
+    (nowhere / "xdg" / "simflow" / "config.toml").write_text(f'simulator = "{nowhere / "user"}"\n')
+    work = nowhere / "work" / "deeper"
+    work.mkdir(parents=True)
+    (nowhere / "work" / "simflow.toml").write_text('simulator = "../project"\n')  # relative to the file
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("GPGPUSIM_ROOT", str(nowhere / "env"))
+    assert find_simulator().found_by == "GPGPUSIM_ROOT"
+    monkeypatch.delenv("GPGPUSIM_ROOT")
+    sim = find_simulator()
+    assert sim.root == (nowhere / "project").resolve() and sim.found_by.endswith("work/simflow.toml")
+    (nowhere / "work" / "simflow.toml").unlink()
+    assert find_simulator().root == (nowhere / "user").resolve()
+    (nowhere / "xdg" / "simflow" / "config.toml").write_text("# no simulator named here\n")
+    sim = find_simulator()
+    assert sim.root == (nowhere / "opt-gpgpu-sim").resolve() and "names no simulator" in " ".join(sim.passed_over)
+
+
+@pytest.mark.parametrize("break_it,problem", [
+    (lambda r: os.remove(r / "setup_environment"), "no setup_environment"),
+    (lambda r: (r / "configs" / "tested-cfgs" / "SM7_QV100" / "gpgpusim.config").unlink()
+     or os.rename(r / "configs", r / "cfg"), "no configs/tested-cfgs"),
+    (lambda r: os.remove(r / "lib/gcc-12.2.0/cuda-11080/release/libcudart.so.11.0")
+     or os.remove(r / "lib/gcc-12.2.0/cuda-11080/release/libcudart.so"), "not built"),
+])
+def test_a_place_the_user_named_that_holds_no_build_is_an_error_not_passed_over(nowhere, monkeypatch, break_it,
+                                                                                 problem):
+    fake_build(nowhere / "opt-gpgpu-sim")  # a good build later in the order must not be used instead
+    named = fake_build(nowhere / "named")
+    break_it(named)
+    monkeypatch.setenv("GPGPUSIM_ROOT", str(named))
+    with pytest.raises(UserError, match=f"GPGPU-Sim at {named} \\(from GPGPUSIM_ROOT\\) cannot be used: {problem}"):
+        find_simulator()
+    looked = {c.source: c for c in candidates()}
+    assert looked["GPGPUSIM_ROOT"].problem.startswith(problem) and not looked["GPGPUSIM_ROOT"].usable
+
+
+def test_an_unbuilt_usual_place_is_passed_over_with_its_reason(nowhere):
+    unbuilt = fake_build(nowhere / "opt-gpgpu-sim")
+    for lib in (unbuilt / "lib").rglob("libcudart.so*"):
+        lib.unlink()
+    fake_build(nowhere / "home-sim")
+    sim = find_simulator()
+    assert sim.root.name == "home-sim"
+    assert any("opt-gpgpu-sim: not built" in said for said in sim.passed_over)
+
+
+def test_config_file_mistakes_name_the_file_and_the_valid_keys(tmp_path):
+    path = tmp_path / "simflow.toml"
+    path.write_text('simulater = "/opt/gpgpu-sim"\n')
+    with pytest.raises(UserError, match="simflow.toml: unknown key\\(s\\) simulater; valid keys: simulator"):
+        read_config(path)
+    path.write_text("simulator = 3\n")
+    with pytest.raises(UserError, match="simulator must be the path of a GPGPU-Sim folder"):
+        read_config(path)
+    path.write_text("simulator = \n")
+    with pytest.raises(UserError, match="not valid TOML"):
+        read_config(path)
+
+
+def test_a_folder_named_on_the_command_line_must_hold_a_build(tmp_path):
+    with pytest.raises(UserError, match="cannot be used: no such folder"):
+        simulator_at(tmp_path / "absent")
+    assert simulator_at(fake_build(tmp_path / "sim")).found_by == "--simulator"
