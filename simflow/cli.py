@@ -297,7 +297,7 @@ def _exit_code(result) -> int:
     return 0 if result.passed else 2
 
 
-_SIM_SHOWN = ("regs", "smem", "cta_per_core", "theoretical_occupancy", *SUMMARY)
+_SIM_SHOWN = ("regs", "smem", "dynamic_smem", "cta_per_core", "theoretical_occupancy", *SUMMARY)
 
 
 def _print_result(result, problem: Problem) -> None:
@@ -602,6 +602,9 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", help="run id or selector (the reference)")
     p.add_argument("b", help="run id or selector")
     p.add_argument("--force", action="store_true", help="explain even when the runs are not comparable")
+    p.add_argument("--kernel", metavar="NAME[,NAME_B]",
+                   help="explain one kernel instead of the runs' totals: NAME in both runs, or NAME of A against "
+                        "NAME_B of B (give the same run twice to explain two kernels of one process)")
     p.add_argument("--format", "-f", default="table", choices=["table", "markdown", "json"])
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     _results_arg(p)
@@ -614,7 +617,13 @@ def cmd_explain(args) -> int:
 
     with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
-    _emit(format_explanation(explain(a, b, args.force), args.format), args.output)
+    kernels = None
+    if args.kernel:
+        names = args.kernel.split(",")
+        if len(names) > 2 or not all(names):
+            raise UserError(f"--kernel takes NAME or NAME_A,NAME_B, not {args.kernel!r}")
+        kernels = (names[0], names[-1])
+    _emit(format_explanation(explain(a, b, args.force, kernels), args.format), args.output)
     return 0
 
 

@@ -9,6 +9,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import UserError
 from .metrics import better, default_metrics, speed_metric
@@ -38,11 +39,22 @@ def comparable(a: StoredRun, b: StoredRun) -> str:
     if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
         return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
     if a.config_key != b.config_key:
-        return f"simulator config differs ({a.config} vs {b.config})"
+        return f"simulator config differs ({a.config} vs {b.config}{_option_changes(a, b)})"
     if a.config_hash and b.config_hash and a.config_hash != b.config_hash:
         return (f"the simulator read different config files (hash {a.config_hash} vs {b.config_hash}): "
                 "another simulator install or version")
     return ""
+
+
+def _option_changes(a: StoredRun, b: StoredRun) -> str:
+    """': -option A -> B, ...' from the two runs' logs (the options the simulator printed), when both are kept."""
+    from .log_import import config_changes
+
+    logs = [run.artifacts.get("log", "") for run in (a, b)]
+    if not all(logs) or not all(Path(log).is_file() for log in logs):
+        return ""
+    changes = config_changes(*logs)
+    return f": {changes}" if changes else ""
 
 
 def estimate_text(run: StoredRun) -> str:

@@ -3,26 +3,31 @@
 The container gets the run folder at /simflow/run and the host's compile cache at /simflow/cache
 (so a standalone program built once is not rebuilt by every throw-away container), runs as the
 caller's user with no network, never pulls an image, and is stopped and removed on Ctrl-C,
-SIGTERM or timeout. Inside, `simflow sim-exec` applies the run's timeout itself, so a container
+SIGTERM or timeout. Its engine client dies with simflow (which stops the container), and each
+container is labelled with its owner, so the next container run removes any whose owner was killed
+outright. Inside, `simflow sim-exec` applies the run's timeout itself, so a container
 whose host process was killed outright still ends by then.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 from pathlib import Path
 
+from . import orphans
 from .errors import UserError
 from .resources import cache_dir
 
 ENGINES = ("docker", "podman")
+OWNER_LABEL = "simflow.owner"  # host:pid:start time of the simflow process that started the container
 RUN_DIR = "/simflow/run"
 CACHE_DIR = "/simflow/cache"
 STOP_GRACE_S = 10  # SIGTERM, then SIGKILL after this many seconds
-IMAGE_HELP = ("build it from the repository's top folder with 'docker build -f docker/Dockerfile -t {image} .' "
-              "(README: 'Docker'; without a registry, make the debian:bookworm-slim base locally as it says)")
+IMAGE_HELP = ("build it around your GPGPU-Sim build with 'simflow image build --tag {image}' (README: 'Containers'; "
+              "without a registry, make the debian:bookworm-slim base locally as it says)")
 
 
 def engine(name: str | None = None) -> str:
@@ -67,7 +72,7 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
     return [
-        engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name,
+        engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name, "--label", f"{OWNER_LABEL}={owner()}",
         "--user", f"{uid}:{gid}",  # files in the run folder and the cache stay the caller's
         "--network", "none",
         "--volume", f"{folder.resolve()}:{RUN_DIR}",
@@ -76,6 +81,44 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
         "--env", "HOME=/tmp", "--env", f"SIMFLOW_CACHE={CACHE_DIR}",
         image, "simflow", "sim-exec", RUN_DIR,
     ]
+
+
+def _start_time(pid: int) -> str:
+    """A process's start time (clock ticks since boot), so a reused pid is not taken for the owner; '' if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner(pid: int | None = None) -> str:
+    pid = os.getpid() if pid is None else pid
+    return f"{platform.node()}:{pid}:{_start_time(pid)}"
+
+
+def owner_alive(label: str) -> bool:
+    """Whether the simflow process a container's label names still runs (a container of another host: yes)."""
+    host, _, rest = label.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != platform.node() or not pid.isdigit():
+        return True
+    return _start_time(int(pid)) == started != ""
+
+
+def reap(engine_cmd: str) -> list[str]:
+    """Remove simflow's containers whose owner died without stopping them (kill -9); returns their names."""
+    try:
+        proc = subprocess.run([engine_cmd, "ps", "--all", "--filter", f"label={OWNER_LABEL}", "--format",
+                               f'{{{{.Names}}}} {{{{.Label "{OWNER_LABEL}"}}}}'], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gone = [line.split()[0] for line in proc.stdout.splitlines()
+            if len(line.split()) == 2 and not owner_alive(line.split()[1])]
+    for name in gone:
+        subprocess.run([engine_cmd, "rm", "--force", name], capture_output=True, timeout=60)
+    return gone
 
 
 def stop(engine_cmd: str, name: str) -> None:
@@ -90,8 +133,10 @@ def run(cmd: list[str], name: str, log: Path, timeout_s: float) -> int | None:
     Ctrl-C or SIGTERM (as KeyboardInterrupt) stops the container before it is raised again."""
     engine_cmd = cmd[0]
     with open(log, "wb") as out:
+        # The engine's client does not see the terminal's Ctrl-C (its own session), and gets SIGTERM when simflow
+        # dies, which it passes to the container: a killed simflow does not leave a container simulating.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # the engine's client does not see the terminal's Ctrl-C
+                                start_new_session=True, preexec_fn=orphans.die_with_parent_hook())
         try:
             return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

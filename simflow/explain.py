@@ -10,7 +10,8 @@ exact decomposition of B's cycles minus A's (simulator names; a `gpu-ncu` pair c
 
 Each factor is changed from A's value to B's in that order and the cycles it moves are its effect,
 so the effects add up to B - A exactly. Counts, rates and occupancy follow as evidence, each line
-with its numbers. A run with several kernels is explained on its totals.
+with its numbers. A run with several kernels is explained on its totals, or one kernel against another
+(`kernel_view`): two kernels of one run, or the same kernel of two runs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ MEMORY = (
     ("L1D_total_cache_reservation_fails", "L1D accesses refused for lack of resources"),
     ("L2_total_cache_accesses", "L2 accesses"),
     ("L2_total_cache_misses", "L2 misses"),
+    ("L2_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", "L2 read misses (each a DRAM read)"),
+    ("L2_cache_stats_breakdown[GLOBAL_ACC_W][MISS]", "L2 write misses (allocated in L2, no DRAM read)"),
     ("total dram reads", "DRAM reads"),
     ("total dram writes", "DRAM writes"),
     ("averagemflatency", "average memory fetch latency, cycles (whole process)"),
@@ -79,6 +82,7 @@ class Explanation:
     lines: list[Line] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     launch_latency: tuple[float, float] = (0.0, 0.0)
+    kernels: tuple[str, str] = ("", "")  # the kernel of each run explained, when not the runs' totals
 
     @property
     def delta(self) -> float:
@@ -121,11 +125,42 @@ def totals(run: StoredRun) -> dict[str, float]:
         else:
             single[name] = float(value)
     out["kernel_launches"] = float(len(by_kernel) or 1)
+    # kernels run one after another: the SMs with work at once are the largest kernel's, not the sum's
+    ctas = [k.get("gpu_tot_issued_cta", math.nan) for k in by_kernel.values()] or [single.get("gpu_tot_issued_cta",
+                                                                                            math.nan)]
+    out["largest_kernel_ctas"] = max(ctas)
     return {**(aggregate(list(by_kernel.values())) if by_kernel else single), **out}
 
 
-def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
+def kernels_of(run: StoredRun) -> list[str]:
+    return list(run.kernels) or sorted({name.rpartition(".")[0] for name in run.metrics if "." in name})
+
+
+def kernel_view(run: StoredRun, kernel: str) -> StoredRun:
+    """One kernel of a run as a run of its own: that kernel's stats unprefixed, beside the run-level facts of
+    the simulated GPU (launch latency, SMs), so it can be explained against any other kernel."""
+    names = kernels_of(run)
+    if kernel not in names:
+        raise UserError(f"run {run.id} has no kernel {kernel!r}; its kernels: {', '.join(names) or 'none'}")
+    if len(names) == 1:
+        return replace(run, kernels=[kernel])
+    prefix = kernel + "."
+    metrics = {name.removeprefix(prefix): value for name, value in run.metrics.items()
+               if name.startswith(prefix) or ("." not in name and (stat_of(name) is None and name not in KERNEL_LEVEL))}
+    environment = {key.removeprefix(prefix): value for key, value in run.environment.items()
+                   if key.startswith(prefix) or "." not in key}
+    units = {name.removeprefix(prefix): unit for name, unit in run.units.items()
+             if name.removeprefix(prefix) in metrics}
+    return replace(run, metrics=metrics, environment=environment, units=units, kernels=[kernel])
+
+
+def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str, str] | None = None) -> Explanation:
+    """B against A; `kernels` names one kernel of each to explain instead of the runs' totals."""
+    if kernels is not None:
+        a, b = kernel_view(a, kernels[0]), kernel_view(b, kernels[1])
     why = comparable(a, b)
+    if kernels is not None and a.id == b.id:
+        why = ""  # two kernels of one process: the same problem, config and build by construction
     if why and not force:
         raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force explains them anyway")
     if a.backend != b.backend or a.backend not in ("gpgpusim", "gpu-ncu"):
@@ -137,7 +172,7 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
     if missing:
         raise UserError(f"runs {a.id} ({a.status}) and {b.id} ({b.status}) do not both have {', '.join(missing)}; "
                         "explain needs complete runs")
-    out = Explanation(a, b, (ta["gpu_sim_cycle"], tb["gpu_sim_cycle"]))
+    out = Explanation(a, b, (ta["gpu_sim_cycle"], tb["gpu_sim_cycle"]), kernels=kernels or ("", ""))
     if why:
         out.notes.append(f"not comparable: {why} (explained anyway: --force)")
     for run in (a, b):
@@ -151,7 +186,24 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False) -> Explanation:
                          "for bank conflicts (gpgpu_stall_shd_mem[s_mem][bk_conf]) count them on both builds")
     _cycles(out, ta, tb)
     _evidence(out, ta, tb)
+    _dram_note(out, ta, tb)
     return out
+
+
+def _dram_note(out: Explanation, ta: dict, tb: dict) -> None:
+    """Say why DRAM reads can be 0 beside L2 misses: the misses are writes, and the reads hit in L2."""
+    for label, t in (("A", ta), ("B", tb)):
+        misses, reads = _get(t, "L2_total_cache_misses"), _get(t, "total dram reads")
+        if not (misses > 0 and reads == 0):
+            continue
+        writes = sum(_get(t, f"L2_cache_stats_breakdown[GLOBAL_ACC_W][{k}]") for k in ("MISS", "SECTOR_MISS"))
+        hits = _get(t, "L2_cache_stats_breakdown[GLOBAL_ACC_R][HIT]")
+        said = (f"{label} has 0 DRAM reads beside {misses:.0f} L2 misses: "
+                + (f"{writes:.0f} of the misses are writes, allocated in the write-back L2 without a DRAM read, "
+                   if not math.isnan(writes) else "the misses are not reads, ")
+                + (f"and all {hits:.0f} global reads hit in L2" if not math.isnan(hits) else "and every read hit in L2")
+                + " (gpgpu_perf_sim_memcpy = 1 fills L2 on cudaMemcpy)")
+        out.notes.append(said)
 
 
 def _get(t: dict, name: str) -> float:
@@ -227,7 +279,12 @@ def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
                                   detail=f"1 - misses/accesses: {miss[0]:.0f}/{acc[0]:.0f} vs "
                                          f"{miss[1]:.0f}/{acc[1]:.0f}"))
     a_run, b_run = out.a, out.b
-    occupancy = [("gpu_occupancy", "achieved occupancy", "active warps over the warp slots of SMs with work"),
+    achieved = "gpu_occupancy"
+    if all(math.isnan(_get(t, achieved)) for t in (ta, tb)):  # the fork prints -nan: the samples stand for it
+        achieved = "sampled_occupancy"
+    occupancy = [(achieved, "achieved occupancy", "active warps over the warp slots of SMs with work"
+                  + ("; from the progress samples (this build prints gpu_occupancy = -nan)"
+                     if achieved == "sampled_occupancy" else "")),
                  ("theoretical_occupancy", "theoretical occupancy", "resident CTAs' warps over the SM's warp slots"),
                  ("gpu_tot_issued_cta", "thread blocks (CTAs)", "")]
     for name, what, detail in occupancy:
@@ -239,8 +296,11 @@ def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
             detail += f"; limited by {limits[0] or '?'} vs {limits[1] or '?'}"
         sms = _get(tb, "simulated_sms")
         if name == "gpu_tot_issued_cta" and not math.isnan(sms):
-            detail = (f"on {sms:g} simulated SMs: at most {min(va, sms):g} vs {min(vb, sms):g} SMs have work "
-                      "(more only with more CTAs)")
+            largest = [_get(t, "largest_kernel_ctas") for t in (ta, tb)]
+            several = max(ta["kernel_launches"], tb["kernel_launches"]) > 1
+            detail = (f"on {sms:g} simulated SMs: at most {min(largest[0], sms):g} vs {min(largest[1], sms):g} SMs "
+                      "have work at once" + (" (the largest kernel's CTAs: kernels run one after another)"
+                                            if several else " (more only with more CTAs)"))
         out.lines.append(Line("occupancy", what, va, vb, "%" if "occupancy" in name else "CTAs", detail=detail))
 
 
@@ -261,9 +321,9 @@ def _signed(value: float) -> str:
     return f"{round(value) + 0:+d}"  # + 0: no "-0"
 
 
-def _identity(run: StoredRun) -> str:
+def _identity(run: StoredRun, kernel: str = "") -> str:
     params = ",".join(f"{k}={v}" for k, v in run.params.items())
-    return f"{run.id} ({run.variant} {params})"
+    return f"{run.id} ({run.variant} {params})" + (f", kernel {kernel}" if kernel else "")
 
 
 EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "Memory traffic, largest change first"),
@@ -280,7 +340,8 @@ def as_dict(out: Explanation) -> dict:
         row["change_%"] = line.change
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
-    return {"a": _identity(out.a), "b": _identity(out.b), "problem": out.b.problem.describe(),
+    return {"a": _identity(out.a, out.kernels[0]), "b": _identity(out.b, out.kernels[1]),
+            "problem": out.b.problem.describe(),
             "backend": out.b.backend, "config": out.b.config,
             "simulator": out.b.environment.get("simulator_flavour", ""),
             "cycles": {"a": out.cycles[0], "b": out.cycles[1], "delta": out.delta,
@@ -308,7 +369,7 @@ def format_explanation(out: Explanation, fmt: str = "table") -> str:
         where += f", config {out.b.config}"
     if out.b.environment.get("simulator_flavour"):
         where += f", {out.b.environment['simulator_flavour']}"
-    head = [f"A = {_identity(out.a)}", f"B = {_identity(out.b)}", where,
+    head = [f"A = {_identity(out.a, out.kernels[0])}", f"B = {_identity(out.b, out.kernels[1])}", where,
             f"cycles: A {base:.0f}, B {out.cycles[1]:.0f}: B - A = {delta:+.0f} ({100 * delta / base:+.1f} %)"]
     if any(out.launch_latency):
         head.append(f"of which kernel launch latency (no instruction runs): A {out.launch_latency[0]:.0f}, "

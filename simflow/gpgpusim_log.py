@@ -137,8 +137,25 @@ CATALOGUE: tuple[Stat, ...] = (
     Stat("L2_total_cache_miss_rate", "ratio", "", "L2 misses over accesses", "lower"),
     Stat("L2_total_cache_pending_hits", _C, "", "L2 hits on a line already being fetched", ""),
     Stat("L2_total_cache_reservation_fails", _C, "", "L2 accesses refused for lack of resources", "lower"),
-    Stat("total dram reads", _C, "", "DRAM read requests", "lower"),
-    Stat("total dram writes", _C, "", "DRAM write requests", "lower"),
+    # L2 by access type and outcome (reset per kernel by the fork, like the L1 breakdown). They say what DRAM
+    # traffic there was: a read miss brings a DRAM read; a write miss is allocated in the write-back L2 and reaches
+    # DRAM only when evicted; reads of data cudaMemcpy put in L2 (gpgpu_perf_sim_memcpy = 1) hit.
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", _C, "", "global reads at L2", "", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_R][HIT]", _C, "", "global reads that hit in L2 (an earlier access, "
+         "or cudaMemcpy's fill of L2 when gpgpu_perf_sim_memcpy = 1)", "higher", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", _C, "", "global reads that missed L2: each a DRAM read",
+         "lower", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_R][SECTOR_MISS]", _C, "", "global reads that missed an L2 sector of "
+         "a line present: each a DRAM read", "lower", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_W][TOTAL_ACCESS]", _C, "", "global writes at L2", "", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_W][MISS]", _C, "", "global writes that missed L2: allocated in the "
+         "write-back L2, no DRAM read; DRAM sees them when evicted", "lower", fork_kind=_K),
+    Stat("L2_cache_stats_breakdown[GLOBAL_ACC_W][SECTOR_MISS]", _C, "", "global writes that missed an L2 sector: "
+         "allocated, no DRAM read", "lower", fork_kind=_K),
+    Stat("total dram reads", _C, "", "DRAM read requests (the L2 read misses; 0 when every read hit in L2, e.g. data "
+         "cudaMemcpy put there with gpgpu_perf_sim_memcpy = 1)", "lower"),
+    Stat("total dram writes", _C, "", "DRAM write requests (L2 evictions of written lines: 0 when nothing written "
+         "was evicted before the run ended)", "lower"),
     # Memory latency: the simulator never resets these, so they cover the whole process so far
     # (one kernel in most simflow runs). mf = a memory fetch from the core's request to its reply.
     Stat("averagemflatency", _P, "cycles", "average memory fetch latency, request to reply (whole process)", "lower"),
@@ -271,6 +288,9 @@ _PTX_KERNEL = re.compile(r"GPGPU-Sim PTX: Kernel '([^']+)' : regs=(\d+), lmem=(\
 _PUSH = re.compile(r"pushing kernel '([^']+)' to stream \d+, gridDim= \((\d+),(\d+),(\d+)\) "
                    r"blockDim = \((\d+),(\d+),(\d+)\)")
 _CTA = re.compile(r"GPGPU-Sim uArch: CTA/core = (\d+), limited by: (.*)")
+# simflow's own program prints each launch with the dynamic shared memory it passes (the simulator prints only
+# the static size, in its PTX resource line).
+_LAUNCH = re.compile(r"simflow: launch (\S+) grid=\S+ block=\S+ smem=(\d+)")
 # The LIVENESS trace line, printed every gpgpu_runtime_stat cycles when simflow's instrumentation is on:
 # the process's cycle and thread instructions so far, and the SMs' occupancy at that cycle.
 _SAMPLE = re.compile(r"GPGPU-Sim Cycle (\d+): LIVENESS - uArch: inst\.: (\d+) \(ipc=[^,]*, occ=[^\[]*\[(\d+) / (\d+)\]")
@@ -456,6 +476,25 @@ def _readable_lines(handle, damage: _Damage) -> Iterator[str]:
         yield line
 
 
+def read_options(path: str | Path) -> dict[str, str]:
+    """The option dump at the top of a log (name -> value as printed), without reading the rest of the file."""
+    options: dict[str, str] = {}
+    damage = _Damage()
+    try:
+        with _open_text(Path(path)) as handle:
+            for count, raw in enumerate(_readable_lines(handle, damage)):
+                line = raw.strip()
+                if line.startswith("-"):
+                    name, _, rest = line[1:].partition(" ")
+                    if name and rest.strip():
+                        options[name] = rest.split("#", 1)[0].strip()
+                elif count > 20000 or (options and line.startswith(("GPGPU-Sim PTX", "GPGPU-Sim uArch", "kernel_"))):
+                    break
+    except OSError:
+        return {}
+    return options
+
+
 def parse_file(path: str | Path) -> SimLog:
     """Parse a log, plain or gzip; never raises on what the file holds (only on a missing file)."""
     damage = _Damage()
@@ -591,6 +630,8 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 log.simulator_version, log.build = match[1], match[2]
         elif line.startswith("simflow:"):
             log.program_lines.append(line)
+            if match := _LAUNCH.match(line):
+                pending["dynamic_smem"] = int(match[2])
         if _may_fail(line) and _FAILURE_HINTS.search(line):
             failures.append(line)
         elif newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):

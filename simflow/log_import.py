@@ -48,6 +48,18 @@ def config_identity(options: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def config_changes(log_a: str | Path, log_b: str | Path, most: int = 8) -> str:
+    """The modelled options two logs differ in, as '-name A -> B' (print-only ones aside); '' if none."""
+    from .gpgpusim_log import read_options
+
+    a, b = read_options(log_a), read_options(log_b)
+    missing = "(not set)"
+    changes = [f"-{name} {a.get(name, missing)} -> {b.get(name, missing)}" for name in sorted(set(a) | set(b))
+               if name not in PRINT_ONLY and a.get(name) != b.get(name)]
+    more = f" and {len(changes) - most} more" if len(changes) > most else ""
+    return ", ".join(changes[:most]) + more
+
+
 def import_log(path: Path, labels: dict[str, str], config: str | None = None,
                results: Path | None = None) -> RunResult:
     from .backends.gpgpusim import add_log

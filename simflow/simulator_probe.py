@@ -73,6 +73,8 @@ class WmmaForm:
 
 WMMA_FORMS = tuple(WmmaForm(m, n, k, a, b, acc, space) for space in SPACES for (m, n, k) in SHAPES
                    for a in LAYOUTS for b in LAYOUTS for acc in ACCUMULATORS)
+FORMS = {form.name: form for form in WMMA_FORMS}
+WMMA_GLOBAL_FORM = "wmma_m16n16k16_row_row_f32_global"  # what `wmma fragments=global` uses
 
 
 @dataclass
@@ -102,6 +104,23 @@ class Capabilities:
             facts["simulator_wmma"] = (f"{len(right)} of {len(self.wmma)} forms correct"
                                        + (f": {', '.join(right)}" if right else ""))
         return facts
+
+
+def wmma_refusal(caps: Capabilities, forms: list[str] | tuple[str, ...]) -> str:
+    """Why this build cannot run a kernel that uses these WMMA forms ('' when its model computes each correctly)."""
+    bad = [(name, caps.wmma.get(name, "not probed")) for name in forms if caps.wmma.get(name) != "correct"]
+    if not bad:
+        return ""
+    said = "; ".join(f"{FORMS[name].describe() if name in FORMS else name}: {outcome}" for name, outcome in bad)
+    right = caps.wmma_correct
+    if WMMA_GLOBAL_FORM in right:
+        advice = "wmma fragments=global uses a form it computes correctly"
+    elif right:
+        advice = f"the forms it computes correctly: {', '.join(FORMS[name].describe() for name in right)}"
+    else:
+        advice = "it computes no WMMA form correctly: simulate a variant without tensor cores"
+    return (f"this GPGPU-Sim build ({caps.flavour or 'unknown'} at {caps.root}) gets the WMMA form this kernel uses "
+            f"wrong in simflow's probe ({said}; 'simflow doctor' lists every form); {advice}")
 
 
 def _cache_path(sim: Simulator) -> Path:

@@ -107,6 +107,8 @@ class Kernel:
     tolerance: Tolerance | None = None  # the elementwise check's bound (None: the precision's, TOLERANCE)
     io: str = "float32"  # element type of x, w and y in device memory ("float16": a half network's tensors)
     arch: str = ""  # the one architecture its instructions exist on ("sm_90a": wgmma), "" for any from sm_70
+    wmma_forms: tuple[str, ...] = ()  # the WMMA forms it uses (simflow.simulator_probe names): a simulator build
+                                      # whose model gets one wrong refuses it
 
     def build_arch(self, device_arch: str) -> str:
         """nvcc's -arch for a device of `device_arch`: that, or the architecture-specific target this kernel
@@ -229,8 +231,13 @@ class Variant:
         """The one architecture this rendering's instructions exist on ('' for any from sm_70)."""
         return ""
 
+    def wmma_forms(self, params: dict) -> tuple[str, ...]:
+        """The WMMA forms (shape, layouts, accumulator, state space) this rendering uses: whether a simulator
+        build runs it depends on what its model computes correctly (simflow.simulator_probe)."""
+        return ()
+
     def sim_unsupported(self, params: dict) -> str:
-        """Why GPGPU-Sim cannot run this rendering ('' when it can)."""
+        """Why GPGPU-Sim cannot run this rendering ('' when it can), known without any simulator build."""
         if params.get("io", "float32") != "float32":
             return f"io={params['io']}: the simulator's host program passes float32 tensors; simulate with io=float32"
         if params.get("streams"):
@@ -270,6 +277,7 @@ class Variant:
             precision=self.precision_of(resolved),
             constant_symbols=constant_symbols,
             sim_unsupported=self.sim_unsupported(resolved),
+            wmma_forms=self.wmma_forms(resolved),
             output=self.fixed.get("output", "conv"),
             family=self,
             tolerance=self.tolerance(problem, resolved),
@@ -446,16 +454,33 @@ class Im2colGemmVariant(ImplicitGemmVariant):
 @dataclass(frozen=True)
 class WmmaVariant(Variant):
     """Tensor cores (WMMA) on the implicit GEMM: fp16 inputs (m16n16k16) or TF32 (m16n16k8, GPU only),
-    float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16."""
+    float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16.
+
+    fragments=shared stages tiles in shared memory and loads the fragments from there; fragments=global
+    makes half copies of w and of the im2col matrix and loads every fragment from global memory (four
+    kernels, slower on a GPU): the form upstream GPGPU-Sim computes correctly (simflow's probes)."""
 
     def check(self, problem: Problem, params: dict) -> None:
         if problem.M % 16:
             raise LimitError("output channels M for WMMA fragments (a multiple of 16)", str(problem.M),
                              f"{16 * math.ceil(problem.M / 16)} (pad the layer to it)",
                              "use implicit_gemm or regtile for this layer")
+        if params.get("fragments") == "global":
+            if params["precision"] != "fp16":
+                raise LimitError("precision of wmma fragments=global (m16n16k16, half inputs)", "tf32", "fp16",
+                                 "use fragments=shared for tf32")
+            kp = 16 * math.ceil(problem.C * problem.K * problem.K / 16)
+            if kp > 65535:
+                raise LimitError("im2col rows C*K*K, padded to 16 (one grid row each)", f"{kp:,}", "65,535",
+                                 "use fragments=shared, which never writes the im2col matrix")
 
     def precision_of(self, params: dict) -> str:
         return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def wmma_forms(self, params: dict) -> tuple[str, ...]:
+        if params["precision"] != "fp16":
+            return ()
+        return (f"wmma_m16n16k16_row_row_f32_{params.get('fragments', 'shared')}",)
 
     def sim_unsupported(self, params: dict) -> str:
         if params.get("streams"):
@@ -463,11 +488,10 @@ class WmmaVariant(Variant):
         if params["precision"] == "tf32":
             return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
                     "shapes m16n16k16, m32n8k16, m8n32k16 only")
-        return ("GPGPU-Sim parses f16 WMMA but its mma.sync crashes: mma_impl (src/cuda-sim/instructions.cc) reads "
-                "each f16 operand through its bit pattern used as a pointer; measured with the accel-sim fork "
-                "dev@667834cf: SIGSEGV on the first wmma.mma.sync of this kernel")
+        return ""  # fp16: whether a build runs it is its probes' answer (wmma_forms)
 
     TILE = 128  # block tile, output channels x output pixels
+    GLOBAL_TILE = 64  # fragments=global: block tile of its GEMM (4 warps of 32 x 32)
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         bk = 32 if params["precision"] == "fp16" else 16  # two buffers of each tile under 48 KB static
@@ -475,11 +499,35 @@ class WmmaVariant(Variant):
         return {"bm": self.TILE, "bn": self.TILE, "bk": bk,
                 "vector_a": (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0}
 
+    def _padded(self, kernel: Kernel, batch: int) -> tuple[int, int, int]:
+        """fragments=global: k, output channels and columns padded to the fragment and the block tile."""
+        p, tile = kernel.problem, self.GLOBAL_TILE
+        return (16 * math.ceil(p.C * p.K * p.K / 16), tile * math.ceil(p.M / tile),
+                tile * math.ceil(_columns(p, batch) / tile))
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        if kernel.params.get("fragments") != "global":
+            return super().workspace(kernel, batch)
+        kp, mp, np_ = self._padded(kernel, batch)
+        return {"col": math.ceil(kp * np_ / 2), "wh": math.ceil(mp * kp / 2), "gemm": mp * np_}  # half: 2 a float
+
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, tile = kernel.problem, self.TILE
         columns = _columns(p, batch)
-        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
-                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+        name = f"conv2d_{self.name}"
+        if kernel.params.get("fragments") != "global":
+            return [Launch(kernel=name, grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                           block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+        kp, mp, np_ = self._padded(kernel, batch)
+        return [
+            Launch(kernel=f"{name}_x", grid=(math.ceil(np_ / 256), kp, 1), block=(256, 1, 1),
+                   args=("x", "col", "batch")),
+            Launch(kernel=f"{name}_w", grid=(math.ceil(mp * kp / 256), 1, 1), block=(256, 1, 1), args=("w", "wh")),
+            Launch(kernel=name, grid=(np_ // self.GLOBAL_TILE, mp // self.GLOBAL_TILE, 1), block=(128, 1, 1),
+                   args=("wh", "col", "gemm", "batch")),
+            Launch(kernel=f"{name}_y", grid=(math.ceil(columns / 256), p.M, 1), block=(256, 1, 1),
+                   args=("gemm", "y", "batch")),
+        ]
 
 
 @dataclass(frozen=True)
@@ -488,6 +536,9 @@ class WmmaNhwcVariant(WmmaVariant):
     so a k step is BK channels of one tap: 16-byte asynchronous copies straight into a multi-stage
     shared-memory pipeline, no per-element index arithmetic. The copies pad C with zero channels to a
     multiple of BK (3 input channels become 32: ten times the MACs of the stem, on tensor cores)."""
+
+    def wmma_forms(self, params: dict) -> tuple[str, ...]:
+        return ("wmma_m16n16k16_row_col_f32_shared",) if params["precision"] == "fp16" else ()
 
     def check(self, problem: Problem, params: dict) -> None:
         super().check(problem, params)

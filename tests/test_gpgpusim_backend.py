@@ -152,7 +152,7 @@ def test_docker_command_line(tmp_path):
     cache = tmp_path / "cache"
     cmd = container.run_command("docker", "simflow-gpgpusim", tmp_path, "simflow-run1", cache, uid=1000, gid=1001)
     assert cmd == ["docker", "run", "--rm", "--init", "--pull", "never", "--name", "simflow-run1",
-                   "--user", "1000:1001", "--network", "none",
+                   "--label", f"simflow.owner={container.owner()}", "--user", "1000:1001", "--network", "none",
                    "--volume", f"{tmp_path.resolve()}:/simflow/run", "--volume", f"{cache.resolve()}:/simflow/cache",
                    "--workdir", "/simflow/run", "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/simflow/cache",
                    "simflow-gpgpusim", "simflow", "sim-exec", "/simflow/run"]
@@ -181,10 +181,18 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\necho "Error: simflow-gpgpusim: image not known" >&2\n'
                                     "exit 125\n")
     with pytest.raises(UserError, match="no image 'simflow-gpgpusim' in the local podman engine .*never pulls.*"
-                                        "docker build -f docker/Dockerfile -t simflow-gpgpusim"):
+                                        "simflow image build --tag simflow-gpgpusim"):
         GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path).require()
     assert log.read_text().split() == ["image", "inspect", "--format", "{{.Id}}", "simflow-gpgpusim"]
     assert not (tmp_path / "runs").exists()
+    # The engine lists a container whose owner is gone (a simflow killed with kill -9) and one whose owner lives:
+    # only the first is removed.
+    dead = container.owner(os.getpid()).rsplit(":", 1)[0] + ":1"  # this pid, another start time: not this process
+    fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\n'
+                                    f'if [ "$1" = ps ]; then echo "simflow-old {dead}"; '
+                                    f'echo "simflow-live {container.owner()}"; echo "other-host h:1:1"; fi\n')
+    assert container.reap("podman") == ["simflow-old"]
+    assert log.read_text().splitlines()[-1] == "rm --force simflow-old"
     # The engine has the image, but the container fails: the run says so and keeps what the engine printed.
     fake_engine(tmp_path, "docker", 'if [ "$1" = image ]; then echo sha256:1; exit 0; fi\n'
                                     'echo "docker: Error response from daemon: OCI runtime create failed" >&2\n'
@@ -238,15 +246,15 @@ def test_global_and_shared_pass_and_shared_uses_shared_memory(tmp_path):
 
 @pytest.mark.gpgpusim
 @requires_gpgpusim
-def test_entry_script_runs_the_same_folder_with_the_same_result(tmp_path):
-    """What the container runs (docker/entrypoint.sh simflow sim-exec FOLDER), run natively."""
+def test_sim_exec_runs_the_same_folder_with_the_same_result(tmp_path):
+    """What the container runs (simflow sim-exec FOLDER), run natively."""
     backend = GpgpusimBackend(config="SM7_QV100_small", results=tmp_path)
     native = backend.run(render("shared", PROBLEM), PROBLEM.B, RunOptions())
     run_id, folder = new_run_folder("shared", tmp_path)
     prepare(render("shared", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
     env = {**os.environ, "CUDA_INSTALL_PATH": str(cuda_install_path(cuda11_toolkit())), "PYTHONPATH": str(ROOT)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    proc = subprocess.run([str(ROOT / "docker" / "entrypoint.sh"), "simflow", "sim-exec", str(folder)],
+    proc = subprocess.run([sys.executable, "-m", "simflow", "sim-exec", str(folder)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     contained = finish(folder)
@@ -336,31 +344,57 @@ def test_kill_9_of_simflow_leaves_no_simulator(tmp_path, command):
 
 
 UPSTREAM_ROOT = os.environ.get("SIMFLOW_TEST_UPSTREAM_ROOT", "")
+requires_upstream = pytest.mark.skipif(not UPSTREAM_ROOT, reason="SIMFLOW_TEST_UPSTREAM_ROOT names no upstream "
+                                       "GPGPU-Sim build (built by its own README) to compare with")
+OCCUPANCY_SHAPES = [("global", "batch3x3"), ("shared", "2,3,8,28,28,5,0"), ("regtile", "1,4,16,30,30,3,1")]
 
 
 @pytest.mark.gpgpusim
-@pytest.mark.skipif(not UPSTREAM_ROOT, reason="SIMFLOW_TEST_UPSTREAM_ROOT names no upstream GPGPU-Sim build to "
-                                              "compare occupancy with (install-gpgpusim.sh builds one)")
-def test_occupancy_is_a_number_on_both_builds_and_they_agree(tmp_path):
-    """The accel-sim fork (GPGPUSIM_ROOT, with install-gpgpusim.sh's occupancy fix) and upstream
-    (SIMFLOW_TEST_UPSTREAM_ROOT) on the same binaries of batch3x3."""
-    for variant in ("global", "shared"):
-        out = {}
-        for build, root in (("fork", os.environ["GPGPUSIM_ROOT"]), ("upstream", UPSTREAM_ROOT)):
-            proc = simflow("sim", variant, "--problem", "batch3x3", "--json", "--results", str(tmp_path),
-                           env={"GPGPUSIM_ROOT": root})
-            assert proc.returncode == 0, proc.stderr
-            out[build] = json.loads(proc.stdout)
-        fork, upstream = out["fork"], out["upstream"]
-        assert fork["environment"]["simulator_flavour"] == "accel-sim fork"
-        assert upstream["environment"]["simulator_flavour"] == "upstream"
-        assert "occupancy" in fork["environment"]["simulator_patches"]
-        occ = {b: o["metrics"]["gpu_occupancy"] for b, o in out.items()}
-        print(variant, occ, {b: o["metrics"]["gpu_sim_cycle"] for b, o in out.items()})
-        assert all(isinstance(v, float) and 0 < v <= 100 for v in occ.values()), occ
-        assert occ["fork"] == pytest.approx(occ["upstream"], rel=0.02)
-        assert fork["metrics"]["gpu_sim_insn"] == upstream["metrics"]["gpu_sim_insn"]
-        assert fork["metrics"]["theoretical_occupancy"] == upstream["metrics"]["theoretical_occupancy"] == 100.0
+@requires_upstream
+@pytest.mark.parametrize("variant,shape", OCCUPANCY_SHAPES)
+def test_the_forks_sampled_occupancy_is_upstreams_printed_one_within_2_points(tmp_path, variant, shape):
+    """The fork (found as usual) prints gpu_occupancy = -nan; its sampled_occupancy on the same binary is within 2
+    points of what upstream (SIMFLOW_TEST_UPSTREAM_ROOT) prints."""
+    out = {}
+    for build, env in (("fork", {}), ("upstream", {"GPGPUSIM_ROOT": UPSTREAM_ROOT})):
+        proc = simflow("sim", variant, "--shape" if "," in shape else "--problem", shape, "--json", "--results",
+                       str(tmp_path), env=env)
+        assert proc.returncode == 0, proc.stderr
+        out[build] = json.loads(proc.stdout)
+    fork, upstream = out["fork"], out["upstream"]
+    assert fork["environment"]["simulator_flavour"] == "accel-sim fork"
+    assert upstream["environment"]["simulator_flavour"] == "upstream"
+    assert fork["environment"]["simulator_occupancy"] == "sampled" and upstream["environment"]["simulator_occupancy"] \
+        == "printed"
+    assert fork["metrics"].get("gpu_occupancy") is None  # -nan: missing, never a made-up number
+    derived, printed = fork["metrics"]["sampled_occupancy"], upstream["metrics"]["gpu_occupancy"]
+    print(variant, shape, "fork sampled", derived, "upstream printed", printed, "cycles",
+          fork["metrics"]["gpu_sim_cycle"], upstream["metrics"]["gpu_sim_cycle"])
+    assert abs(derived - printed) <= 2.0
+    assert fork["metrics"]["gpu_sim_insn"] == upstream["metrics"]["gpu_sim_insn"]
+
+
+WMMA_LAYER = "2,16,16,12,12,3,1"
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.parametrize("fragments", ["global", "shared"])
+@pytest.mark.parametrize("build", ["found", pytest.param("upstream", marks=requires_upstream)])
+def test_wmma_runs_where_the_builds_probe_says_its_form_is_right_and_is_refused_by_name_elsewhere(
+        tmp_path, fragments, build):
+    env = {"GPGPUSIM_ROOT": UPSTREAM_ROOT} if build == "upstream" else {}
+    doctor = json.loads(simflow("doctor", "--json", env=env).stdout)
+    form = f"m16n16k16 A row B row f32 {fragments}"
+    used = next(f for f in doctor if f["component"].startswith("GPGPU-Sim at "))  # the first: the one used
+    proc = simflow("sim", "wmma", "--shape", WMMA_LAYER, "--param", f"fragments={fragments}", "--json", "--results",
+                   str(tmp_path), env=env)
+    result = json.loads(proc.stdout)
+    if f"({form}" in used["detail"] or f", {form}" in used["detail"]:  # listed among the correct forms
+        assert result["status"] == "passed", result["reason"]
+        assert result["metrics"]["bad_elements"] == 0 and len(result["kernels"]) == (4 if fragments == "global" else 1)
+    else:
+        assert result["status"] == "refused" and proc.returncode != 0
+        assert f"{form}: " in result["reason"] and "simflow doctor" in result["reason"]
 
 
 @pytest.mark.gpgpusim

@@ -174,9 +174,32 @@ def test_gemm_variants():
     tf32 = render("wmma", get_problem("toycnn"), {"precision": "tf32"})
     assert (fp16.precision, tf32.precision) == ("float16", "tf32")
     assert "m16n16k16" in fp16.source and "wmma::precision::tf32" in tf32.source
-    assert "not in GPGPU-Sim's PTX parser" in tf32.sim_unsupported and "SIGSEGV" in fp16.sim_unsupported
+    assert "not in GPGPU-Sim's PTX parser" in tf32.sim_unsupported
+    assert fp16.sim_unsupported == ""  # whether a simulator build runs fp16 WMMA is its probes' answer:
+    assert fp16.wmma_forms == ("wmma_m16n16k16_row_row_f32_shared",) and tf32.wmma_forms == ()
     with pytest.raises(LimitError, match=r"output channels M for WMMA fragments \(a multiple of 16\): needs 4"):
         render("wmma", get_problem("batch3x3"))
+
+
+def test_wmma_with_fragments_in_global_memory_is_four_kernels_over_padded_half_copies():
+    layer = Problem(B=2, C=16, M=16, H=12, W=12, K=3, pad=1, name="sim-wmma")
+    k = render("wmma", layer, {"fragments": "global"})
+    assert k.wmma_forms == ("wmma_m16n16k16_row_row_f32_global",) and k.sim_unsupported == ""
+    assert k.kernel_names == ["conv2d_wmma_x", "conv2d_wmma_w", "conv2d_wmma", "conv2d_wmma_y"]
+    # k = C*K*K = 144 (a multiple of 16), M = 16 -> 64 rows, 2*144 = 288 columns -> 320
+    assert k.workspace(2) == {"col": 144 * 320 // 2, "wh": 64 * 144 // 2, "gemm": 64 * 320}
+    x, w, gemm, y = k.launches(2)
+    assert (x.grid, x.args) == ((2, 144, 1), ("x", "col", "batch"))
+    assert (w.grid, w.args) == ((36, 1, 1), ("w", "wh"))
+    assert (gemm.grid, gemm.block, gemm.args) == ((5, 1, 1), (128, 1, 1), ("wh", "col", "gemm", "batch"))
+    assert (y.grid, y.args) == ((2, 16, 1), ("gemm", "y", "batch"))
+    assert "shared" not in k.source.split("using namespace nvcuda;")[1]  # no tile in shared memory
+    assert k.source.count("wmma::load_matrix_sync") == 2 and "wmma::store_matrix_sync(gemm +" in k.source
+    ragged = render("wmma", Problem(B=1, C=3, M=32, H=9, W=7, K=5, pad=2), {"fragments": "global"})
+    assert ragged.workspace(1)["wh"] == 64 * 80 // 2  # k = 75 padded to 80
+    with pytest.raises(LimitError, match="precision of wmma fragments=global .*use fragments=shared for tf32"):
+        render("wmma", layer, {"fragments": "global", "precision": "tf32"})
+    assert render("wmma_nhwc", NHWC_PROBLEM).wmma_forms == ("wmma_m16n16k16_row_col_f32_shared",)
 
 
 def test_im2col_gemm_is_three_kernels_with_a_workspace():
@@ -247,7 +270,7 @@ def test_wmma_nhwc_pads_the_channels_to_its_k_step():
     assert kernel.workspace(1) == {"xh": 256 * 228 * 228 // 2, "wh": 256 * 256 * 25 // 2}  # floats of halves
     wide = render("wmma_nhwc", get_problem("toycnn").__class__(B=1, C=32, M=32, H=9, W=9, K=3), {"bk": 64})
     assert "constexpr int CP = 64;" in wide.source  # bk=64 on 32 channels: 32 zero channels
-    assert "cp.async.cg.shared.global" in kernel.source and kernel.sim_unsupported
+    assert "cp.async.cg.shared.global" in kernel.source and kernel.wmma_forms  # a build refuses it by its probes
 
 
 def test_pipelined_gemms_split_k_zeroes_y_first():

@@ -66,7 +66,7 @@ def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s:
         "precision": kernel.precision, "output": kernel.output, "kernels": kernel.kernel_names,
         "tolerance": dataclasses.asdict(kernel.check_tolerance), "fingerprint": kernel.fingerprint(),
         "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
-        "config": config.as_dict(), "timeout_s": timeout_s,
+        "config": config.as_dict(), "timeout_s": timeout_s, "wmma_forms": list(kernel.wmma_forms),
     })
 
 
@@ -85,14 +85,20 @@ def execute(folder: Path) -> dict:
         facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
                      config_options_new_to_base=list(written.added), instrumentation=written.instrumentation)
         env = environment(sim, cuda_install_path(toolkit))
-        try:  # what this build can do: probed once per build, then read from the cache
-            facts.update(simulator_probe.probe(sim, toolkit, wmma=False).summary())
-        except (UserError, ToolError) as exc:
-            facts["simulator_probe_error"] = str(exc).splitlines()[0]
     except UserError as exc:
         facts.update(finished=utc_timestamp(), setup_error=str(exc))
         write_json(folder / "execution.json", facts)
         return facts
+    forms = spec.get("wmma_forms") or []
+    try:  # what this build can do: probed once per build (the WMMA forms when the kernel uses one), then cached
+        caps = simulator_probe.probe(sim, toolkit, wmma=bool(forms))
+        facts.update(caps.summary())
+        if refusal := simulator_probe.wmma_refusal(caps, forms):
+            facts.update(finished=utc_timestamp(), refused=refusal)
+            write_json(folder / "execution.json", facts)
+            return facts
+    except (UserError, ToolError) as exc:
+        facts["simulator_probe_error"] = str(exc).splitlines()[0]
     try:
         started = time.monotonic()
         binary = build_program((folder / "program.cu").read_text(), spec["variant"], toolkit,
@@ -150,6 +156,7 @@ def execute_in_container(folder: Path, image: str, engine_cmd: str) -> None:
     """Run the execute step in a container; the container writes execution.json into the folder."""
     spec = json.loads((folder / "run.json").read_text())
     name = f"simflow-{spec['run_id']}"
+    container.reap(engine_cmd)  # containers of a simflow that was killed outright
     cmd = container.run_command(engine_cmd, image, folder, name, container.host_cache())
     (folder / "docker.cmd").write_text(" ".join(cmd) + "\n")
     try:
@@ -199,6 +206,8 @@ def finish(folder: Path) -> RunResult:
             result.artifacts["log"] = str(folder / "sim.log.gz")
     elif "setup_error" in facts:
         raise UserError(facts["setup_error"])
+    elif "refused" in facts:  # what this build's model gets wrong, from its probes
+        result.status, result.reason = "refused", facts["refused"]
     elif "build_error" in facts:
         result.status, result.reason = "compile_error", facts["build_error"]
         result.artifacts["build_log"] = str(folder / "build.log")
@@ -232,7 +241,8 @@ def add_log(result: RunResult, log: SimLog) -> None:
         launches.append(dict(record.metrics))
         prefix = RunResult.kernel_prefix(record.kernel, several,
                                          record.launch_uid if record.kernel in repeated else None)
-        for key in ("regs", "lmem", "smem", "cmem", "cta_per_core"):
+        # smem is the static size the simulator prints; dynamic_smem is what the program passed to the launch
+        for key in ("regs", "lmem", "smem", "dynamic_smem", "cmem", "cta_per_core"):
             if key in record.resources:
                 result.add(prefix + key, record.resources[key], "regs/thread" if key == "regs" else
                            ("CTAs" if key == "cta_per_core" else "B"))
