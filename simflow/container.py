@@ -38,12 +38,34 @@ def engine(name: str | None = None) -> str:
     if shutil.which(chosen) is None:
         raise UserError(f"--docker needs the {chosen} command, which is not on PATH; install Docker Engine "
                         "(docs.docker.com/engine/install) or Podman, or run the simulator natively (README: "
-                        "'Installing GPGPU-Sim natively')")
+                        "'The simulator')")
     return chosen
 
 
+CATATONIT = ("/usr/libexec/podman/catatonit", "/usr/bin/catatonit", "/usr/local/bin/catatonit")
+
+
+def init_problem(engine_cmd: str) -> str:
+    """Why this engine cannot run `--init` ('' when it can): Podman needs catatonit, which Debian's podman
+    package only recommends."""
+    if engine_cmd != "podman" or any(Path(p).is_file() for p in CATATONIT) or shutil.which("catatonit"):
+        return ""
+    return ("podman runs simflow's container with --init, which needs catatonit; Debian's podman only recommends "
+            "it: apt-get install catatonit (or set init_path in containers.conf)")
+
+
+def engine_options() -> list[str]:
+    """Extra options for the engine's run command, from SIMFLOW_ENGINE_OPTIONS (split as a shell would)."""
+    import shlex
+
+    return shlex.split(os.environ.get("SIMFLOW_ENGINE_OPTIONS", ""))
+
+
 def check_image(image: str, engine_cmd: str) -> None:
-    """Refuse, before any work, an image this engine does not have (simflow never pulls one)."""
+    """Refuse, before any work, an image this engine does not have (simflow never pulls one), and an engine that
+    cannot run it as simflow does."""
+    if why := init_problem(engine_cmd):
+        raise UserError(why)
     try:
         proc = subprocess.run([engine_cmd, "image", "inspect", "--format", "{{.Id}}", image],
                               capture_output=True, text=True, timeout=60)
@@ -79,6 +101,7 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
         "--volume", f"{cache.resolve()}:{CACHE_DIR}",
         "--workdir", RUN_DIR,
         "--env", "HOME=/tmp", "--env", f"SIMFLOW_CACHE={CACHE_DIR}",
+        *engine_options(),  # SIMFLOW_ENGINE_OPTIONS, e.g. "--ulimit nofile=1024:1024" for a rootless podman
         image, "simflow", "sim-exec", RUN_DIR,
     ]
 

@@ -112,18 +112,30 @@ def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list
     return found
 
 
-def docker_finding() -> Finding:
-    if not shutil.which("docker"):
-        return Finding("docker", False, "no docker client on PATH",
-                       "install Docker Engine to run the simulator image (docker/Dockerfile)")
-    code, out = _run(["docker", "version", "--format", "{{.Server.Version}}"], timeout=15)
-    if code != 0:
-        first = out.splitlines()[-1] if out else "no answer"
-        return Finding("docker", False, f"client present, engine not reachable ({first})",
-                       "start the Docker daemon, or run the simulator natively")
-    return Finding("docker", True, f"engine {out}")
+def engine_findings() -> list[Finding]:
+    """Each container engine on PATH: whether its engine answers, and (podman) whether it can run --init."""
+    from .container import ENGINES, init_problem
+
+    found = []
+    for name in ENGINES:
+        if not shutil.which(name):
+            continue
+        code, out = _run([name, "version", "--format", "{{.Server.Version}}"], timeout=15)
+        if code != 0:
+            first = out.splitlines()[-1] if out else "no answer"
+            found.append(Finding(name, False, f"client present, engine not reachable ({first})",
+                                 "start its engine, or run the simulator natively"))
+        elif why := init_problem(name):
+            found.append(Finding(name, False, f"engine {out}, but {why}", "apt-get install catatonit"))
+        else:
+            found.append(Finding(name, True, f"engine {out}"))
+    if not found:
+        found.append(Finding("docker", False, "no docker or podman command on PATH",
+                             "install Docker Engine or Podman to run the simulator in the simflow image "
+                             "('simflow image build')"))
+    return found
 
 
 def diagnose(probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
     return [gpu_finding(), pycuda_finding(), *toolkit_findings(), *simulator_findings(probe_builds, refresh),
-            docker_finding()]
+            *engine_findings()]

@@ -16,12 +16,12 @@ from simflow.variants import VARIANTS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def simflow(*args, env=None):
+def simflow(*args, env=None, timeout=300):
     """Run `python -m simflow` in a fresh interpreter, as a user would."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
-                          timeout=300)
+                          timeout=timeout)
 
 
 def test_variants_json(capsys):

@@ -54,3 +54,38 @@ def test_the_context_holds_simflow_and_the_builds_runtime_files_only(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "simflow", "variants"], cwd=tmp_path, capture_output=True,
                           text=True, env=env)
     assert proc.returncode == 0 and "wmma" in proc.stdout, proc.stderr
+
+
+def test_podman_without_catatonit_is_refused_with_how_to_get_it(tmp_path, monkeypatch):
+    from simflow import container
+    from simflow.errors import UserError
+
+    fake = tmp_path / "bin" / "podman"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nif [ "$1" = version ]; then echo 4.3.1; exit 0; fi\necho sha256:1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(container, "CATATONIT", (str(tmp_path / "no-catatonit"),))
+    assert "apt-get install catatonit" in container.init_problem("podman") and container.init_problem("docker") == ""
+    try:
+        container.check_image("simflow-gpgpusim", "podman")
+    except UserError as exc:
+        assert "needs catatonit" in str(exc)
+    else:
+        raise AssertionError("podman without catatonit was not refused")
+    from simflow.doctor import engine_findings
+
+    (podman,) = engine_findings()
+    assert not podman.found and "catatonit" in podman.detail
+    (tmp_path / "catatonit").write_text("")
+    monkeypatch.setattr(container, "CATATONIT", (str(tmp_path / "catatonit"),))
+    container.check_image("simflow-gpgpusim", "podman")  # the image is there: no error
+    assert engine_findings()[0].found
+
+
+def test_engine_options_reach_the_run_command(tmp_path, monkeypatch):
+    from simflow import container
+
+    monkeypatch.setenv("SIMFLOW_ENGINE_OPTIONS", "--ulimit nofile=1024:1024 --memory '8g'")
+    cmd = container.run_command("podman", "img", tmp_path, "n", tmp_path)
+    assert cmd[cmd.index("img") - 4:cmd.index("img")] == ["--ulimit", "nofile=1024:1024", "--memory", "8g"]
