@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .metrics import better, default_metrics, speed_metric
+from .metrics import better, default_metrics, speed_metric, stand_in
 from .selectors import matches, parse_selector
 from .store import StoredRun, shape_key
 
@@ -95,7 +95,7 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     status = _diff_row("status", "", math.nan, math.nan, "passed", _status_mark(a.status, b.status))
     status.update(A=a.status, B=b.status)
     if metrics:
-        names = metrics
+        names = [stand_in(m, (a, b)) for m in metrics]
         missing = [m for m in names if m not in a.metrics and m not in b.metrics]
         if missing:
             have = sorted(set(a.metrics) | set(b.metrics))
@@ -317,6 +317,7 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
     backends = sorted({r.backend for r in groups.values()})
     names = metrics or [m for b in backends for m in default_metrics(b)
                         if any(m in r.metrics for r in groups.values())]
+    names = list(dict.fromkeys(stand_in(m, groups.values()) for m in names))
     labels = list(groups)
     try:
         base, found = _baseline(groups, baseline), True

@@ -51,3 +51,25 @@ def better(name: str) -> str:
         if (stat := stat_of(candidate)) is not None:
             return stat.better
     return ""
+
+
+# A metric some builds leave missing, and the one that measures the same thing there: the accel-sim fork prints
+# gpu_occupancy = -nan, and sampled_occupancy (simflow.gpgpusim_log) is gpu_occupancy's measure from its samples.
+STAND_INS = {"gpu_occupancy": "sampled_occupancy"}
+
+
+def stand_in(name: str, runs) -> str:
+    """`name`, or the metric that stands for it when none of `runs` has a number for it but some have the stand-in
+    (a `<kernel>.` prefix is kept)."""
+    prefix, _, base = name.rpartition(".")
+    other = STAND_INS.get(base)
+    if other is None:
+        return name
+    other = f"{prefix}.{other}" if prefix else other
+
+    def has(run, key: str) -> bool:
+        value = run.metrics.get(key)
+        return isinstance(value, int | float) and value == value
+
+    runs = list(runs)
+    return other if not any(has(r, name) for r in runs) and any(has(r, other) for r in runs) else name

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .compare import comparison, render
 from .errors import UserError
-from .metrics import better, speed_metric
+from .metrics import better, speed_metric, stand_in
 from .store import StoredRun
 
 MAX_METRIC_PLOTS = 8
@@ -214,11 +214,13 @@ def _interval_section(plt, table, runs: list[StoredRun], path: Path) -> tuple[st
         rows.append({"group": label_of.get(run.id, run.id), "run": run.id, "intervals": len(frame),
                      "gpu_sim_cycle": run.metrics.get("gpu_sim_cycle", math.nan),
                      "gpu_ipc": run.metrics.get("gpu_ipc", math.nan),
-                     "gpu_occupancy": run.metrics.get("gpu_occupancy", math.nan), "L1D hit rate %": hit})
+                     "occupancy %": run.metrics.get(stand_in("gpu_occupancy", [run]), math.nan),
+                     "L1D hit rate %": hit})
     totals = pd.DataFrame(rows)
     note = ("Each run's simulator progress every few hundred cycles (intervals.csv in its folder): IPC over "
             "the interval, occupancy at its end, L1D hit rate of its tag lookups. The totals beside are the "
-            "simulator's own figures for the whole run.")
+            "simulator's own figures for the whole run (occupancy: gpu_occupancy, or sampled_occupancy where the "
+            "build prints -nan).")
     if len(found) > len(shown):
         note += f" The first {len(shown)} of {len(found)} runs are drawn."
     if missing:
