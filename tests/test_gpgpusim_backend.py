@@ -215,10 +215,11 @@ def test_timeout_must_be_positive(tmp_path):
 
 
 def test_cli_without_a_simulator_says_how_to_get_one(tmp_path):
-    env = {"GPGPUSIM_ROOT": "", "SIMFLOW_RESULTS": str(tmp_path)}
+    env = {"GPGPUSIM_ROOT": str(tmp_path / "no-sim"), "SIMFLOW_RESULTS": str(tmp_path)}  # named: never skipped
     proc = simflow("sim", "global", "--problem", "batch3x3", env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "GPGPUSIM_ROOT is not set" in proc.stderr and "--docker" in proc.stderr
+    assert "(from GPGPUSIM_ROOT) cannot be used: no such folder" in proc.stderr and "--docker" in proc.stderr
+    assert "by its own README" in proc.stderr
     proc = simflow("sim", "global", "--config", "SM9", env=env)
     assert proc.returncode == 1 and "valid configs: SM7_QV100, SM7_QV100_small" in proc.stderr
     proc = simflow("sim-exec", str(tmp_path), env=env)
