@@ -3,7 +3,8 @@
 A simulator runs in its own process group under coreutils' `timeout`, which kills the group by
 itself when the time is up, whatever happened to simflow; Linux sends that watchdog SIGTERM when
 the simflow thread that started it dies (PR_SET_PDEATHSIG), and sweep workers get the same
-request towards the sweep. So a `kill -9` of simflow or of a sweep leaves no simulator running.
+request towards the sweep, and end once the sweep is gone (exit_when_orphaned). So a `kill -9` of
+simflow or of a sweep leaves no simulator and no worker running.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _PR_SET_PDEATHSIG = 1
 
@@ -55,6 +59,30 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() == 1:  # the parent died before the request was made
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+_JOB = threading.Lock()  # held while a worker process runs a job
+
+
+def exit_when_orphaned(poll_s: float = 0.5) -> None:
+    """A worker process ends once its parent is gone: the job in hand first (the death signal stops it and its
+    run is kept as interrupted), then the process, rather than waiting forever for work that never comes."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        with _JOB:
+            os._exit(1)
+
+    threading.Thread(target=watch, name="simflow-parent-watch", daemon=True).start()
+
+
+@contextmanager
+def job_in_hand() -> Iterator[None]:
+    """Marks a worker busy: exit_when_orphaned waits for the job to end."""
+    with _JOB:
+        yield
 
 
 def sigterm_as_ctrl_c() -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from .backends import backend_class
 from .errors import UserError
 from .jobs import Job, JobOutcome, run_job_safely
-from .orphans import die_with_parent, sigterm_as_ctrl_c
+from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .results import RunResult
 from .run_folders import keep_result, new_run_folder, write_json
 from .store import Store, StoreError
@@ -228,7 +228,7 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     try:
         for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true
             for job in itertools.islice(jobs, width):
-                pending[pool.submit(run_job_safely, job, str(results))] = (pool, jobs)
+                pending[pool.submit(_run_in_worker, job, str(results))] = (pool, jobs)
         progress.running = len(pending)
         progress.show()
         while pending:
@@ -237,7 +237,7 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
                 pool, jobs = pending.pop(future)
                 nxt = next(jobs, None)
                 if nxt is not None:
-                    pending[pool.submit(run_job_safely, nxt, str(results))] = (pool, jobs)
+                    pending[pool.submit(_run_in_worker, nxt, str(results))] = (pool, jobs)
                 progress.running = len(pending)
                 yield future.result()
     except KeyboardInterrupt:
@@ -263,6 +263,12 @@ def _worker_setup() -> None:
     """A sweep worker dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept as interrupted)."""
     die_with_parent()
     sigterm_as_ctrl_c()
+    exit_when_orphaned()
+
+
+def _run_in_worker(job: Job, results: str) -> JobOutcome:
+    with job_in_hand():
+        return run_job_safely(job, results)
 
 
 def dask_cluster(executor: str, settings: dict, workers: int):

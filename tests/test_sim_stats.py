@@ -20,6 +20,7 @@ FORK_TWO = DATA / "accelsim-fork_qv100_global-then-shared.log.gz"  # 16-CTA kern
 SHARED = EXAMPLES / "accelsim-fork_qv100_batch3x3_shared.log.gz"
 GLOBAL = EXAMPLES / "accelsim-fork_qv100_batch3x3_global.log.gz"
 SAMPLED = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
+GK, SK = "_Z13conv2d_globalPKfS0_Pfiiii", "_Z13conv2d_sharedPKfS0_Pfiiii"  # FORK_TWO's kernels, as it names them
 
 
 def test_dynamic_shared_memory_comes_from_the_programs_launch_line():
@@ -42,18 +43,19 @@ def _imported(tmp_path, *logs, labels=None):
 def test_one_kernel_is_explained_against_another_of_the_same_run(tmp_path):
     stored, (rid,) = _imported(tmp_path, FORK_TWO)
     run = stored[rid]
-    global_, shared = kernel_view(run, "_Z13conv2d_globalPKfS0_Pfiiii"), kernel_view(run, "_Z13conv2d_sharedPKfS0_Pfiiii")
-    assert global_.metrics["gpu_sim_cycle"] == run.metrics["_Z13conv2d_globalPKfS0_Pfiiii.gpu_sim_cycle"]
+    global_, shared = kernel_view(run, GK), kernel_view(run, SK)
+    assert global_.metrics["gpu_sim_cycle"] == run.metrics[f"{GK}.gpu_sim_cycle"]
+    assert shared.metrics["gpgpu_n_shmem_insn"] == run.metrics[f"{SK}.gpgpu_n_shmem_insn"] > 0
     assert global_.metrics["kernel_launch_latency"] == 5000  # the run-level facts come along
-    out = explain(run, run, kernels=("_Z13conv2d_globalPKfS0_Pfiiii", "_Z13conv2d_sharedPKfS0_Pfiiii"))
-    assert out.cycles == (run.metrics["_Z13conv2d_globalPKfS0_Pfiiii.gpu_sim_cycle"], run.metrics["_Z13conv2d_sharedPKfS0_Pfiiii.gpu_sim_cycle"])
+    out = explain(run, run, kernels=(GK, SK))
+    assert out.cycles == (run.metrics[f"{GK}.gpu_sim_cycle"], run.metrics[f"{SK}.gpu_sim_cycle"])
     assert sum(line.effect for line in out.terms("slots")) == pytest.approx(out.delta, abs=1e-6)
     text = format_explanation(out)
-    assert f"A = {rid} " in text and ", kernel _Z13conv2d_globalPKfS0_Pfiiii" in text and ", kernel _Z13conv2d_sharedPKfS0_Pfiiii" in text
-    with pytest.raises(Exception, match="has no kernel 'conv2d_nope'; its kernels: _Z13conv2d_globalPKfS0_Pfiiii, _Z13conv2d_sharedPKfS0_Pfiiii"):
+    assert f"A = {rid} " in text and f", kernel {GK}" in text and f", kernel {SK}" in text
+    with pytest.raises(Exception, match=f"has no kernel 'conv2d_nope'; its kernels: {GK}, {SK}"):
         kernel_view(run, "conv2d_nope")
-    proc = simflow("explain", rid, rid, "--kernel", "_Z13conv2d_globalPKfS0_Pfiiii,_Z13conv2d_sharedPKfS0_Pfiiii", "--results", str(tmp_path))
-    assert proc.returncode == 0 and "kernel _Z13conv2d_sharedPKfS0_Pfiiii" in proc.stdout, proc.stderr
+    proc = simflow("explain", rid, rid, "--kernel", f"{GK},{SK}", "--results", str(tmp_path))
+    assert proc.returncode == 0 and f"kernel {SK}" in proc.stdout, proc.stderr
 
 
 def test_on_totals_the_sms_with_work_are_the_largest_kernels_not_the_sum(tmp_path):
