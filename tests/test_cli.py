@@ -80,10 +80,17 @@ def test_doctor_reports_each_component():
         assert f["found"] or f["how_to_get"], f
 
 
-def test_doctor_sees_no_simulator_without_root():
-    proc = simflow("doctor", "--json", env={"GPGPUSIM_ROOT": ""})
-    sim = next(f for f in json.loads(proc.stdout) if f["component"] == "GPGPU-Sim")
-    assert not sim["found"] and "GPGPUSIM_ROOT" in sim["detail"]
+def test_doctor_says_where_it_looked_for_the_simulator(tmp_path):
+    """A GPGPUSIM_ROOT that names no build is reported, with every place simflow looks (a usual place is not
+    used instead of the one named)."""
+    proc = simflow("doctor", "--json", "--no-probe", env={"GPGPUSIM_ROOT": str(tmp_path / "none"),
+                                                          "XDG_CONFIG_HOME": str(tmp_path)})
+    findings = {f["component"]: f for f in json.loads(proc.stdout)}
+    sim, search = findings["GPGPU-Sim"], findings["GPGPU-Sim search"]
+    assert not sim["found"] and "(from GPGPUSIM_ROOT) cannot be used: no such folder" in sim["detail"]
+    assert f"GPGPUSIM_ROOT={tmp_path / 'none'}: no such folder" in search["detail"]
+    assert f"{tmp_path}/simflow/config.toml: no such file" in search["detail"] and "usual place=/opt/gpgpu-sim" in \
+        search["detail"] and "used: " not in search["detail"]
 
 
 @requires_nvcc
