@@ -118,15 +118,18 @@ def _table(rows: list[dict]) -> str:
 
 
 def _simulator_support(variant) -> dict:
-    """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why)."""
-    default_why = variant.sim_unsupported(variant.resolve({}))
+    """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why), as known
+    without a build; `needs_wmma_forms`: what a build's probe must have found correct (simflow doctor)."""
+    defaults = variant.resolve({})
+    default_why = variant.sim_unsupported(defaults)
     refuses = []
     for p in variant.params:
         for choice in p.choices:
             why = variant.sim_unsupported(variant.resolve({p.name: choice}))
             if why and why != default_why:
                 refuses.append({"param": p.name, "value": show_value(choice), "reason": why})
-    return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses}
+    return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses,
+            "needs_wmma_forms": list(variant.wmma_forms(defaults))}
 
 
 def _metric_list(args) -> list[str] | None:
@@ -187,7 +190,9 @@ def cmd_variants(args) -> int:
             print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
         sim = v["backends"]["gpgpusim"]
         refused = ", ".join(f"{r['param']}={r['value']}" for r in sim["refuses"])
+        forms = ", ".join(sim["needs_wmma_forms"])
         print("    simulator: " + ("runs it" if sim["accepts_defaults"] else f"refuses it ({sim['reason']})")
+              + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
               + (f"; refuses {refused}" if refused else ""))
     return 0
 

@@ -145,9 +145,11 @@ def _save(sim: Simulator, caps: Capabilities) -> None:
     os.replace(tmp, path)
 
 
-def probe_source() -> str:
+def probe_source(wmma: bool = True) -> str:
+    """The probe program: the bank-conflict probe, and the WMMA forms when `wmma` (48 instantiations that take
+    nvcc most of a minute, so the program a plain run needs leaves them out)."""
     return template_environment().get_template("simulator_probe.cu.j2").render(
-        bank_blocks=BANK_BLOCKS, bank_rounds=BANK_ROUNDS, wmma_forms=WMMA_FORMS)
+        bank_blocks=BANK_BLOCKS, bank_rounds=BANK_ROUNDS, wmma_forms=WMMA_FORMS if wmma else ())
 
 
 @dataclass(frozen=True)
@@ -191,13 +193,14 @@ def probe(sim: Simulator, toolkit: Toolkit, wmma: bool = True, refresh: bool = F
     caps = None if refresh else cached(sim)
     if caps is not None and (caps.wmma or not wmma):
         return caps
-    binary = build_program(probe_source(), "simulator-probe", toolkit)
     env = environment(sim, cuda_install_path(toolkit))
     with tempfile.TemporaryDirectory(prefix="simflow-probe-") as tmp:
         workdir = Path(tmp)
         if caps is None:
-            caps = _basic(sim, _run_probe("banks", binary, sim, env, workdir))
+            banks = build_program(probe_source(wmma=False), "simulator-probe", toolkit)
+            caps = _basic(sim, _run_probe("banks", banks, sim, env, workdir))
         if wmma:
+            binary = build_program(probe_source(), "simulator-probe-wmma", toolkit)
             with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
                 runs = list(pool.map(lambda form: _run_probe(form.name, binary, sim, env, workdir), WMMA_FORMS))
             caps.wmma = {run.name: _outcome(run) for run in runs}

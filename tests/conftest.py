@@ -8,14 +8,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):
-    """A test marked with a hardware need (gpu, nvcc, cuda11, gpgpusim, docker, slurm) is skipped, with the
-    reason, where that need is absent (tests/hardware.py finds out once)."""
+    """A test marked with a hardware need (gpu, nvcc, cuda11, gpgpusim, slurm) is skipped, with the reason, where
+    that need is absent (tests/hardware.py finds out once). The container engine is asked at each test that
+    needs it (pytest_runtest_setup): an engine can stop while the suite runs."""
     from hardware import NEEDS
 
     for item in items:
         for need, (present, why) in NEEDS.items():
-            if not present and item.get_closest_marker(need):
+            if need != "docker" and not present and item.get_closest_marker(need):
                 item.add_marker(pytest.mark.skip(reason=why))
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("docker"):
+        from hardware import container_engine
+
+        engine, why = container_engine()
+        if engine is None:
+            pytest.skip(f"no container engine: {why}")
 
 
 @pytest.fixture(autouse=True, scope="session")

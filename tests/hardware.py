@@ -27,7 +27,7 @@ _sim = backend_class("gpgpusim").probe()
 requires_gpgpusim = pytest.mark.skipif(not _sim.available, reason=f"no GPGPU-Sim: {_sim.detail}")
 
 
-def _container_engine() -> tuple[str | None, str]:
+def container_engine() -> tuple[str | None, str]:
     """The engine the docker tests use ($SIMFLOW_ENGINE, else docker, else podman), if its engine answers."""
     names = [os.environ["SIMFLOW_ENGINE"]] if os.environ.get("SIMFLOW_ENGINE") else ["docker", "podman"]
     said = []
@@ -47,7 +47,7 @@ def _container_engine() -> tuple[str | None, str]:
     return None, "; ".join(said)
 
 
-ENGINE, _engine_why = _container_engine()
+ENGINE, _engine_why = container_engine()
 
 # marker -> (present, why not)
 def _slurm_missing() -> str:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,12 @@ from simflow.cli import main
 from simflow.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def sigint_default() -> None:
+    """A Popen preexec_fn: SIGINT as a terminal gives it. A pytest started in the background inherits SIGINT
+    ignored, and so would its children; tests that send SIGINT need the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def simflow(*args, env=None, timeout=300):
@@ -95,7 +102,7 @@ def test_doctor_says_where_it_looked_for_the_simulator(tmp_path):
 
 @requires_nvcc
 def test_check_is_the_main_job(tmp_path):
-    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
+    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)}, timeout=900)  # every variant, each nvcc
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     rows = {r["variant"]: r for r in report["variants"]}
@@ -128,6 +135,9 @@ def test_variants_json_says_what_the_simulator_accepts(capsys):
     assert main(["variants", "--json"]) == 0
     data = {v["variant"]: v["backends"] for v in json.loads(capsys.readouterr().out)}
     assert data["shared"]["gpgpusim"]["accepts_defaults"] and data["shared"]["gpu"]["accepts_defaults"]
-    assert not data["wmma"]["gpgpusim"]["accepts_defaults"] and "mma.sync" in data["wmma"]["gpgpusim"]["reason"]
+    # fp16 WMMA: whether a build runs it is its probe's answer, named here
+    assert data["wmma"]["gpgpusim"]["needs_wmma_forms"] == ["wmma_m16n16k16_row_row_f32_shared"]
+    assert ("precision", "tf32") in {(r["param"], r["value"]) for r in data["wmma"]["gpgpusim"]["refuses"]}
+    assert not data["mma_nhwc"]["gpgpusim"]["accepts_defaults"] and "mma.sync" in data["mma_nhwc"]["gpgpusim"]["reason"]
     refused = {(r["param"], r["value"]) for r in data["implicit_gemm"]["gpgpusim"]["refuses"]}
     assert ("precision", "fp16") in refused and ("streams", "2") in refused

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from hardware import ENGINE, NEEDS
-from test_cli import simflow
+from test_cli import sigint_default, simflow
 
 from simflow.store import Store
 
@@ -160,7 +160,7 @@ def test_ctrl_c_and_sigterm_stop_the_container_and_keep_the_run(image, tmp_path,
     env = {**os.environ, "SIMFLOW_ENGINE": ENGINE, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "simflow", "sim", "global", "--problem", "fmnist-conv1", "--batch",
                              "4", "--docker", image, "--results", str(tmp_path)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default)
     run_id = _started_container(proc, tmp_path)
     time.sleep(3)  # the simulator is running by now
     proc.send_signal(sig)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hardware import requires_gpgpusim
-from test_cli import simflow
+from test_cli import sigint_default, simflow
 
 from simflow import container
 from simflow.backends import RunOptions
@@ -311,7 +311,8 @@ LONG_RUN = ["global", "--problem", "fmnist-conv1", "--batch", "4"]  # about 90 s
 def test_ctrl_c_or_sigterm_stops_the_simulator_and_stores_the_run_as_interrupted(tmp_path, sig):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "simflow", "sim", *LONG_RUN, "--results", str(tmp_path)],
-                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
     _wait_for_simulator(tmp_path, proc)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -434,7 +435,8 @@ def test_an_interrupted_sweep_records_its_runs_as_interrupted_and_resumes_them(t
     sweep.write_text('problems = [{preset = "fmnist-conv1", batch = 4}]\ntimeout = 600\n'
                      '[[variants]]\nname = "global"\ntile = [8, 16]\n')
     proc = subprocess.Popen([sys.executable, "-m", "simflow", "sweep", str(sweep), "-j", "2", "--results",
-                             str(tmp_path)], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             str(tmp_path)], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
     _wait_for_simulator(tmp_path, proc, 2)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=90)

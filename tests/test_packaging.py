@@ -27,8 +27,9 @@ def test_templates_found_from_a_source_checkout():
 
 
 def test_wheel_carries_templates_and_configs(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
-                          capture_output=True, text=True, timeout=600)
+    # no build isolation: the build backend (hatchling, in the test extra) is used as installed, no package index
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-q", "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     (wheel,) = tmp_path.glob("simflow-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -36,6 +37,7 @@ def test_wheel_carries_templates_and_configs(tmp_path):
         assert f"simflow/cuda_templates/{template.name}" in names
     for config in (ROOT / "gpgpusim_configs").iterdir():
         assert f"simflow/gpgpusim_configs/{config.name}" in names
+    assert "simflow/docker/Dockerfile" in names  # what `simflow image build` stages
     assert any(n.endswith("entry_points.txt") for n in names)
 
 

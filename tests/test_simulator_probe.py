@@ -22,6 +22,7 @@ def test_the_probe_program_holds_every_form_once():
     for form in WMMA_FORMS:
         assert source.count(f'"{form.name}"') == 1
     assert 'if (!strcmp(probe, "banks"))' in source and "tile[t * 32 + r % 32]" in source  # a 32-way conflict
+    assert "wmma_form<" not in simulator_probe.probe_source(wmma=False)  # what a plain run builds: banks only
 
 
 def _run(log: Path, line: str, returncode: int = 0) -> ProbeRun:
