@@ -1,13 +1,15 @@
 """Finding the user's GPGPU-Sim build: the search order, config files, and what each place lacks."""
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from simflow import simulator
 from simflow.errors import UserError
-from simflow.simulator import candidates, find_simulator, read_config, simulator_at
+from simflow.simulator import candidates, find_simulator, missing_libraries, read_config, simulator_at
 
 
 def fake_build(root: Path) -> Path:
@@ -119,3 +121,20 @@ def test_a_folder_named_on_the_command_line_must_hold_a_build(tmp_path):
     with pytest.raises(UserError, match="cannot be used: no such folder"):
         simulator_at(tmp_path / "absent")
     assert simulator_at(fake_build(tmp_path / "sim")).found_by == "--simulator"
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("ldd") is None, reason="needs gcc and ldd")
+def test_a_build_that_needs_libraries_this_system_lacks_is_named(tmp_path):
+    """What a build made on a newer release looks like from here: its libcudart.so needs a library that is
+    not on this system (the image's last build step refuses such a build through this)."""
+    root = fake_build(tmp_path / "sim")
+    library = root / "lib/gcc-12.2.0/cuda-11080/release/libcudart.so"
+    (tmp_path / "dep.c").write_text("int simflow_dep(void) { return 1; }\n")
+    (tmp_path / "cudart.c").write_text("int simflow_dep(void);\nint cudart(void) { return simflow_dep(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "libsimflowdep.so"), str(tmp_path / "dep.c")],
+                   check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(tmp_path / "cudart.c"), f"-L{tmp_path}",
+                    "-lsimflowdep"], check=True)
+    (tmp_path / "libsimflowdep.so").unlink()
+    lacking = missing_libraries(simulator_at(root))
+    assert len(lacking) == 1 and lacking[0].startswith("libsimflowdep.so => not found")
