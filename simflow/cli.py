@@ -341,6 +341,7 @@ def cmd_sim(args) -> int:
     problem = _problem(args)
     variant, params = _chosen(args, "gpgpusim", problem, args.config)
     get_variant(variant).resolve(params)  # a mistake in a parameter before the message below
+    _check_sim_target(args)
     if args.sample is not None:
         return _sim_sampled(args, variant, params, problem)
     if not args.json:
@@ -375,6 +376,16 @@ def cmd_sim(args) -> int:
         if key in ("run_dir", "log"):
             print(f"{key}: {path}")
     return _exit_code(result)
+
+
+def _check_sim_target(args) -> None:
+    """A mistyped config, engine or image is refused before simflow says it is simulating."""
+    from . import container
+    from .gpgpusim_config import load_config
+
+    load_config(args.config)
+    if args.docker:
+        container.check_image(args.docker, container.engine(args.engine))
 
 
 def _sim_sampled(args, variant: str, params: dict, problem: Problem) -> int:
@@ -1027,6 +1038,8 @@ def cmd_parse(args) -> int:
         raise UserError("simflow parse needs a LOG file (or --catalogue)")
     table = api.parse(*args.logs, aggregate=args.aggregate)
     logs = table.attrs["logs"]
+    code = 0 if all(facts["status"] == "complete" for facts in logs) else 2
+    args.exit_code = code  # what a reader that goes away early (| head) still gets
     for facts in logs:
         for note in facts["notes"]:
             print(f"simflow: note: {facts['log']}: {note}", file=sys.stderr)
@@ -1055,7 +1068,7 @@ def cmd_parse(args) -> int:
                             if c in table.columns]
             shown = table if args.all else table[keep]
             print((shown.drop(columns=["log"]).set_index("kernel").T if len(logs) == 1 else shown).to_string())
-    return 0 if all(facts["status"] == "complete" for facts in logs) else 2
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1091,10 +1104,22 @@ def _load_stats(files: list[str]) -> None:
         os.environ[USER_STATS_ENV] = os.pathsep.join(str(Path(f).resolve()) for f in every)
 
 
+def _attached(argv: list[str]) -> list[str]:
+    """`--shape -4,3,...` as `--shape=-4,3,...`: argparse would take the value for an option and say only 'expected
+    one argument'; attached, it reaches the shape's own check, which says what is wrong with it."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] == "--shape" and arg[:2].startswith("-") and arg[1:2].isdigit():
+            out[-1] = f"--shape={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from .orphans import sigterm_as_ctrl_c
 
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
     sigterm_as_ctrl_c()
     try:
         _load_stats(getattr(args, "stats", []))
@@ -1112,12 +1137,13 @@ def main(argv: list[str] | None = None) -> int:
         print("simflow: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # The reader went away (e.g. '| head'): not an error. Point stdout at /dev/null so the
-        # interpreter's final flush does not raise again.
+        # The reader went away (e.g. '| head'): not an error in itself; the exit status is what the command
+        # had decided before it printed (parse: 2 for a log that is not complete). Point stdout at /dev/null so
+        # the interpreter's final flush does not raise again.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return getattr(args, "exit_code", 0)
     except OSError as exc:  # a file simflow was asked to read or write: missing folder, full disk, read-only
         where = f": {exc.filename}" if exc.filename else ""
         print(f"simflow: error: {exc.strerror or exc}{where}; nothing stored before was changed", file=sys.stderr)

@@ -666,6 +666,11 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 if "gpgpu_n_tot_thrd_icount" in record.printed:
                     record.printed.setdefault(name, 0.0)
     mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
+    uids = [record.launch_uid for record in log.kernels]
+    repeated = next((uid for i, uid in enumerate(uids) if uid in uids[:i]), None)
+    if not mixed and repeated is not None:  # one process numbers its launches once: a block was copied in
+        mixed = (f"kernel_launch_uid {repeated} has two stats blocks: output copied or appended twice, not one "
+                 "process's run")
     for before, (index, record) in zip(log.kernels, enumerate(log.kernels[1:], 2), strict=False):
         for name in _PROCESS_TOTALS:
             if not mixed and record.printed.get(name, math.inf) < before.printed.get(name, -math.inf):

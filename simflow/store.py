@@ -127,8 +127,8 @@ class Store:
     """The SQLite results database of one results folder."""
 
     def __init__(self, root: Path | None = None, read_only: bool = False) -> None:
-        """read_only: for commands that only read. Nothing is created (a missing database reads as empty)
-        and a database on a read-only mount can still be read."""
+        """read_only: for commands that only read. Nothing is created (a missing folder is an error, a folder
+        without a database reads as empty) and a database on a read-only mount can still be read."""
         self.root = (root or results_dir()).resolve()
         self.path = self.root / DB_NAME
         self.read_only = read_only
@@ -149,7 +149,10 @@ class Store:
                              "name a writable folder with --results or SIMFLOW_RESULTS") from None
 
     def _open_read_only(self) -> None:
-        if self.path.is_dir() or (self.root.exists() and not self.root.is_dir()):
+        if not self.root.exists():  # a mistyped --results must not read as "nothing stored"
+            raise StoreError(f"no results folder {self.root}: nothing was stored there; check --results or "
+                             "SIMFLOW_RESULTS (runs are stored where simflow run, sim, sweep or import-log put them)")
+        if self.path.is_dir() or not self.root.is_dir():
             raise StoreError(f"{self.root} is not a results folder (a file, or {DB_NAME} is a folder)")
         if not self.path.is_file():
             return  # nothing stored yet: reads as empty, creates nothing

@@ -141,3 +141,24 @@ def test_variants_json_says_what_the_simulator_accepts(capsys):
     assert not data["mma_nhwc"]["gpgpusim"]["accepts_defaults"] and "mma.sync" in data["mma_nhwc"]["gpgpusim"]["reason"]
     refused = {(r["param"], r["value"]) for r in data["implicit_gemm"]["gpgpusim"]["refuses"]}
     assert ("precision", "fp16") in refused and ("streams", "2") in refused
+
+
+def test_mistakes_are_refused_before_anything_is_said_to_run(tmp_path):
+    proc = simflow("render", "global", "--shape", "-4,3,8,10,10,3")
+    assert proc.returncode == 1 and "B must be a positive integer, got -4" in proc.stderr
+    assert "expected one argument" not in proc.stderr
+    for option, said in (("--config", "unknown simulator config 'NOSUCH'"), ("--docker", "NOSUCH")):
+        proc = simflow("sim", "global", "--problem", "batch3x3", option, "NOSUCH", "--results", str(tmp_path),
+                       env={"SIMFLOW_ENGINE": "docker"})
+        assert proc.returncode == 1 and said in proc.stderr and "simulating" not in proc.stderr, proc.stderr
+
+
+def test_parse_keeps_its_exit_status_when_the_reader_goes_away():
+    """`simflow parse ABORTED_LOG | head -1` still exits 2: the log did not complete."""
+    aborted = ROOT / "tests" / "data" / "gpgpusim-dev_bad-config_assert-abort.log.gz"
+    many = [str(ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz")] * 30  # more than a pipe holds
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(["bash", "-c", f"{sys.executable} -m simflow parse {aborted} {' '.join(many)} | head -1; "
+                                         "echo status=${PIPESTATUS[0]}"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.stdout.strip().endswith("status=2") and "Traceback" not in proc.stderr, proc.stdout + proc.stderr

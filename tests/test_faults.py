@@ -63,14 +63,22 @@ def test_results_that_are_a_file_or_read_only(tmp_path, results):
 
 
 def test_read_only_commands_create_nothing(tmp_path):
+    """...and a results folder that does not exist (a typo) is an error, never an empty listing."""
     empty = tmp_path / "nothing-here"
-    for args in (["runs"], ["compare", "--by", "variant"], ["show", "x"]):
+    for args in (["runs"], ["compare", "--by", "variant"], ["show", "x"], ["diff", "a", "b"], ["explain", "a", "b"],
+                 ["report", "-o", str(tmp_path / "report")]):
         proc = simflow(*args, "--results", str(empty))
-        assert "Traceback" not in proc.stderr
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
+        assert f"no results folder {empty}: nothing was stored there" in proc.stderr, (args, proc.stderr)
     assert not empty.exists()
     cwd_store = subprocess.run([sys.executable, "-m", "simflow", "runs"], cwd=tmp_path, capture_output=True,
                                text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": ""})
-    assert cwd_store.returncode == 0 and not (tmp_path / "simflow-results").exists()
+    assert cwd_store.returncode == 1 and "no results folder" in cwd_store.stderr
+    assert not (tmp_path / "simflow-results").exists()
+    (tmp_path / "simflow-results").mkdir()  # a folder with nothing stored yet reads as empty
+    cwd_store = subprocess.run([sys.executable, "-m", "simflow", "runs"], cwd=tmp_path, capture_output=True,
+                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": ""})
+    assert cwd_store.returncode == 0 and not (tmp_path / "simflow-results" / "simflow.db").exists()
 
 
 def test_import_of_what_is_not_a_result(tmp_path, results):

@@ -111,3 +111,12 @@ def test_sampled_occupancy_stands_in_where_the_build_prints_nan(tmp_path):
     out = explain(stored[a], stored[b])
     line = next(line for line in out.lines if line.what == "achieved occupancy")
     assert line.a == 12.5 and "from the progress samples" in line.detail
+
+
+def test_a_stats_block_printed_twice_is_flagged_not_read_as_a_second_kernel_of_zeros():
+    text = gzip.open(GLOBAL, "rt").read()
+    start, end = text.index("kernel_name"), text.index("GPGPU-Sim: *** exit detected ***")
+    log = parse_text(text[:end] + text[start:end] + text[end:])
+    assert log.status == "mixed" and "kernel_launch_uid 1 has two stats blocks" in log.reason
+    assert not any(k.complete for k in log.kernels)
+    assert all("L1D_total_cache_misses" not in k.metrics for k in log.kernels)  # no differenced zeros, no NaN rate
