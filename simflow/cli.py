@@ -17,6 +17,7 @@ from .errors import ToolError, UserError
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 from .gpgpusim_log import SUMMARY
 from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
+from .run_folders import replace_with, write_text
 from .variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
@@ -232,7 +233,7 @@ def _render_args(p: argparse.ArgumentParser) -> None:
 def cmd_render(args) -> int:
     kernel = get_variant(args.variant).render(_problem(args), parse_param_args(args.param))
     if args.output:
-        Path(args.output).write_text(kernel.source)
+        write_text(args.output, kernel.source)
         print(f"wrote {args.output} (fingerprint {kernel.fingerprint()})", file=sys.stderr)
     else:
         sys.stdout.write(kernel.source)
@@ -568,7 +569,7 @@ def cmd_show(args) -> int:
 
 def _emit(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text)
+        write_text(output, text)
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -1049,7 +1050,8 @@ def cmd_parse(args) -> int:
                   f"{', '.join(facts['aggregated'])}; counts summed, rates weighted by cycles, miss rates recomputed, "
                   "whole-process figures the last launch's", file=sys.stderr)
     if args.csv:
-        (table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")).to_csv(args.csv, index=False)
+        shown = table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")
+        replace_with(args.csv, lambda tmp: shown.to_csv(tmp, index=False))
     if args.json:
         records = [{**{k: v for k, v in facts.items() if k != "aggregated"},
                     "per_kernel": json.loads(table[table["log"] == facts["log"]].drop(columns=["log"])

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .resources import configs_dir
+from .run_folders import replace_with, write_text
 from .simulator import find_simulator
 
 DEFAULT_CONFIG = "SM7_QV100"
@@ -220,9 +221,7 @@ def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) 
     text = render_config(pairs, header + [f"simflow instrumentation -{k} {v}" for k, v in extra.items()])
     for companion in sorted(source.iterdir()):
         if companion.is_file() and companion.name != "gpgpusim.config":
-            shutil.copyfile(companion, folder / companion.name)
+            replace_with(folder / companion.name, lambda tmp, c=companion: shutil.copyfile(c, tmp))
             digest.update(companion.name.encode() + companion.read_bytes())
-    tmp = folder / "gpgpusim.config.tmp"
-    tmp.write_text(text)
-    os.replace(tmp, folder / "gpgpusim.config")
+    write_text(folder / "gpgpusim.config", text)
     return WrittenConfig(config.name, config.base, source, digest.hexdigest()[:16], tuple(added), extra)

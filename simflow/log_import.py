@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import shutil
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from .gpgpusim_config import INSTRUMENTATION
 from .gpgpusim_log import parse_file
 from .problems import Problem
 from .results import RunResult, utc_timestamp
-from .run_folders import keep_result, new_run_folder
+from .run_folders import keep_result, new_run_folder, replace_with
 
 # Options that only change what the simulator prints, left out of a log's config identity.
 PRINT_ONLY = {*INSTRUMENTATION, "gpgpu_runtime_stat", "visualizer_enabled", "visualizer_outputfile",
@@ -98,12 +97,14 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
 
 def _keep_gzipped(source: Path, target: Path) -> None:
     """A copy of the log as gzip (copied as is when it is gzip already), written atomically."""
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     with open(source, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
-    if gzipped:
-        shutil.copyfile(source, tmp)
-    else:
-        with open(source, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(tmp, target)
+
+    def write(tmp: Path) -> None:
+        if gzipped:
+            shutil.copyfile(source, tmp)
+        else:
+            with open(source, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+    replace_with(target, write)

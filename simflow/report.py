@@ -13,6 +13,7 @@ from pathlib import Path
 from .compare import comparison, render
 from .errors import UserError
 from .metrics import better, speed_metric, stand_in
+from .run_folders import replace_with, write_text
 from .store import StoredRun
 
 MAX_METRIC_PLOTS = 8
@@ -53,7 +54,7 @@ def _bar(plt, labels: list[str], values: list[float], title: str, xlabel: str, p
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {text}", va="center", fontsize=8)
     ax.margins(x=0.18)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
     plt.close(fig)
     return path
 
@@ -74,7 +75,7 @@ def _pair_bars(plt, labels: list[str], gpu: list[float], sim: list[float], path:
     ax.margins(x=0.15)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
     plt.close(fig)
     return path
 
@@ -160,10 +161,10 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
         md_parts.append(sim_hw[1])
         written.append(sim_hw[2])
     page = folder / "index.html"
-    page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>simflow report</title>"
-                    f"<style>{STYLE}</style></head><body>{''.join(html_parts)}</body></html>\n")
+    write_text(page, f"<!doctype html><html><head><meta charset='utf-8'><title>simflow report</title>"
+                     f"<style>{STYLE}</style></head><body>{''.join(html_parts)}</body></html>\n")
     markdown = folder / "report.md"
-    markdown.write_text("\n".join(md_parts))
+    write_text(markdown, "\n".join(md_parts))
     return [page, markdown, *written]
 
 
@@ -205,7 +206,7 @@ def _interval_section(plt, table, runs: list[StoredRun], path: Path) -> tuple[st
     axes[-1].set_xlabel("simulated cycles (gaps: no SM had work, e.g. the launch latency)", fontsize=8)
     axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.35), ncol=min(4, len(shown)), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
     plt.close(fig)
     rows = []
     for run, frame in shown:
@@ -279,7 +280,7 @@ def _correlation_section(plt, runs: list[StoredRun], folder: Path) -> tuple[str,
         ax.axis("off")
     fig.tight_layout()
     path = folder / "sim-vs-hardware.png"
-    fig.savefig(path, dpi=100)
+    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:]))
     plt.close(fig)
     n = points["group"].nunique()
     title = f"Simulator vs hardware counters ({n} variants run both ways)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,23 +30,42 @@ def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
             continue
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Atomically: a reader sees the old file or the new one, never half of one."""
+def replace_with(path: str | Path, write: Callable[[Path], object]) -> None:
+    """Make `path` by `write(tmp)` into a temporary file beside it, then rename: a reader sees the old file or the
+    new one, an existing file is never changed by a failed write (a full disk), nothing temporary is left, and
+    the error names `path`, not the temporary file or an input."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    replace_with(path, lambda tmp: tmp.write_text(text))
+
+
+def write_json(path: Path, data: dict) -> None:
+    write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     """Rows of one shape as CSV, atomically (the columns are the first row's keys)."""
     import csv
 
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
+            writer.writeheader()
+            writer.writerows(rows)
+
+    replace_with(path, write)
 
 
 def keep_result(result: RunResult, folder: Path) -> None:

@@ -136,6 +136,7 @@ class Store:
         if read_only:
             self._open_read_only()
             return
+        existed = self.path.exists()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -143,10 +144,24 @@ class Store:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self._migrate()
         except sqlite3.Error as exc:
+            self._forget_new(existed)
             raise self._error(exc, "open") from None
         except OSError as exc:
+            self._forget_new(existed)
             raise StoreError(f"cannot use {self.root} as a results folder: {exc.strerror or exc}; "
                              "name a writable folder with --results or SIMFLOW_RESULTS") from None
+
+    def _forget_new(self, existed: bool) -> None:
+        """A database this open created and could not finish (a full disk) is removed, not left at 0 bytes."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if not existed:
+            for path in (self.path, self.path.with_name(DB_NAME + "-wal"), self.path.with_name(DB_NAME + "-shm")):
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:  # e.g. the results "folder" is a file: nothing was made
+                    pass
 
     def _open_read_only(self) -> None:
         if not self.root.exists():  # a mistyped --results must not read as "nothing stored"

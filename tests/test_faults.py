@@ -15,6 +15,7 @@ from test_cli import simflow
 from simflow.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz"
 
 
 def clean(proc, code=1):
@@ -149,11 +150,17 @@ def test_a_full_disk_and_a_read_only_mount(tmp_path, results):
     script = f"""
 set -u
 mount -t tmpfs -o size=1m simflow-test {full}
-cp {results}/simflow.db {full}/ && mkdir {full}/runs
+cp {results}/simflow.db {full}/ && mkdir {full}/runs {full}/empty
+head -c 9000 /dev/urandom | base64 > {full}/old.cu && md5sum < {full}/old.cu > {tmp_path}/old.md5
 dd if=/dev/zero of={full}/filler bs=64k 2>/dev/null
+dd if=/dev/zero of={full}/filler2 bs=1k 2>/dev/null
 py="{sys.executable} -m simflow"
 exec 2>&1
 echo "== render"; $py render global -o {full}/k.cu; echo "rc=$?"
+echo "== render over"; $py render global -o {full}/old.cu; echo "rc=$?"; md5sum < {full}/old.cu | cmp - {tmp_path}/old.md5 \
+  && echo unchanged
+echo "== import-log"; $py import-log {LOG} --results {full}/empty; echo "rc=$?"; ls -A {full}/empty {full}/empty/runs/* 2>&1
+echo "== left"; find {full} -name '*.tmp*'; echo end
 echo "== import"; $py import {run} --results {full}; echo "rc=$?"
 echo "== runs"; $py runs --results {full} | tail -n +2 | wc -l
 mount --bind -o ro {results} {results}
@@ -166,6 +173,12 @@ echo "== ro import"; $py import {run} --results {results}; echo "rc=$?"
     assert "Traceback" not in out, out
     sections = dict(part.split("\n", 1) for part in out.split("== ")[1:])
     assert "No space left on device" in sections["render"] and "rc=1" in sections["render"]
+    over = sections["render over"]  # an existing file is never changed by a failed write, and the message names it
+    assert f"No space left on device: {full}/old.cu" in over and "rc=1" in over and "unchanged" in over, over
+    logged = sections["import-log"]
+    assert "rc=1" in logged and str(LOG) not in logged.split("rc=1")[0] and f"{full}/empty" in logged, logged
+    assert "simflow.db" not in logged.split("rc=1")[1], logged  # no 0-byte database left behind
+    assert sections["left"].split() == ["end"], sections["left"]  # nothing temporary left
     imported = sections["import"]
     assert "rc=0" in imported and "stored already" in imported or (
         "rc=1" in imported and "disk is full" in imported), imported

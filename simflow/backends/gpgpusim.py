@@ -18,7 +18,6 @@ import dataclasses
 import gzip
 import json
 import math
-import os
 import platform
 import shutil
 import signal
@@ -35,7 +34,7 @@ from ..gpgpusim_log import AERIALVISION_GLOB, SimLog, aggregate, parse_aerialvis
 from ..limits import KNOWN_DEVICES, check_launches
 from ..problems import Problem
 from ..reference import Tolerance, check_output, make_inputs, output_shape
-from ..run_folders import keep_result, new_run_folder, write_csv, write_json
+from ..run_folders import keep_result, new_run_folder, replace_with, write_csv, write_json
 from ..simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..toolkits import CUDA11_HELP, cuda_install_path
@@ -144,11 +143,13 @@ def execute(folder: Path) -> dict:
 
 
 def _compress(path: Path) -> None:
-    """path -> path.gz (streamed, atomic), then the plain file goes."""
-    tmp = path.with_name(path.name + ".gz.tmp")
-    with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(tmp, path.with_name(path.name + ".gz"))
+    """path -> path.gz (streamed, atomic), then the plain file goes; if the gzip cannot be written (a full disk),
+    the plain log stays."""
+    def write(tmp: Path) -> None:
+        with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+    replace_with(path.with_name(path.name + ".gz"), write)
     path.unlink()
 
 
