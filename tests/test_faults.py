@@ -157,9 +157,10 @@ dd if=/dev/zero of={full}/filler2 bs=1k 2>/dev/null
 py="{sys.executable} -m simflow"
 exec 2>&1
 echo "== render"; $py render global -o {full}/k.cu; echo "rc=$?"
-echo "== render over"; $py render global -o {full}/old.cu; echo "rc=$?"; md5sum < {full}/old.cu | cmp - {tmp_path}/old.md5 \
-  && echo unchanged
-echo "== import-log"; $py import-log {LOG} --results {full}/empty; echo "rc=$?"; ls -A {full}/empty {full}/empty/runs/* 2>&1
+echo "== render over"; $py render global -o {full}/old.cu; echo "rc=$?"
+md5sum < {full}/old.cu | cmp - {tmp_path}/old.md5 && echo unchanged
+echo "== import-log"; $py import-log {LOG} --results {full}/empty; echo "rc=$?"
+ls -A {full}/empty {full}/empty/runs/* 2>&1
 echo "== left"; find {full} -name '*.tmp*'; echo end
 echo "== import"; $py import {run} --results {full}; echo "rc=$?"
 echo "== runs"; $py runs --results {full} | tail -n +2 | wc -l
