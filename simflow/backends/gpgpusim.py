@@ -130,7 +130,10 @@ def execute(folder: Path) -> dict:
     facts["returncode"] = proc.returncode
     if proc.returncode < 0:
         facts["signal"] = signal.Signals(-proc.returncode).name
-    _compress(folder / "sim.log")
+    try:
+        _compress(folder / "sim.log")
+    except OSError as exc:  # a full disk: the plain log is kept and read as it is
+        facts["log_not_compressed"] = f"{exc.strerror}: {exc.filename}"
     for pattern in SCRATCH:
         for junk in folder.glob(pattern):
             junk.unlink(missing_ok=True)
@@ -142,9 +145,15 @@ def execute(folder: Path) -> dict:
     return facts
 
 
+def _log_path(folder: Path) -> Path:
+    """The run's log: sim.log.gz, or the plain sim.log where it could not be compressed."""
+    return folder / "sim.log.gz" if (folder / "sim.log.gz").is_file() or not (folder / "sim.log").is_file() \
+        else folder / "sim.log"
+
+
 def _compress(path: Path) -> None:
     """path -> path.gz (streamed, atomic), then the plain file goes; if the gzip cannot be written (a full disk),
-    the plain log stays."""
+    the plain log stays and the OSError says so."""
     def write(tmp: Path) -> None:
         with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
@@ -203,8 +212,8 @@ def finish(folder: Path) -> RunResult:
     elif facts.get("interrupted"):
         result.status = "interrupted"
         result.reason = f"stopped by Ctrl-C or SIGTERM after {facts.get('wall_s', 0):g} s; files kept in {folder}"
-        if (folder / "sim.log.gz").is_file():
-            result.artifacts["log"] = str(folder / "sim.log.gz")
+        if _log_path(folder).is_file():
+            result.artifacts["log"] = str(_log_path(folder))
     elif "setup_error" in facts:
         raise UserError(facts["setup_error"])
     elif "refused" in facts:  # what this build's model gets wrong, from its probes
@@ -267,7 +276,7 @@ def add_log(result: RunResult, log: SimLog) -> None:
 
 
 def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
-    log_path = folder / "sim.log.gz"
+    log_path = _log_path(folder)
     result.artifacts["log"] = str(log_path)
     log = parse_file(log_path)
     add_log(result, log)
