@@ -177,6 +177,7 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="unknown container engine 'lxc'; valid engines: docker, podman"):
         GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path, engine="lxc").require()
     # An engine without the image: refused before any folder is made, and nothing is pulled.
+    monkeypatch.setattr(container, "CATATONIT", (sys.executable,))  # podman's --init helper is there
     log = tmp_path / "calls"
     fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\necho "Error: simflow-gpgpusim: image not known" >&2\n'
                                     "exit 125\n")
