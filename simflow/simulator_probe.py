@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import orphans
 from .errors import UserError
 from .gpgpusim_config import load_config, write_run_config
 from .gpgpusim_log import SimLog, parse_text
@@ -166,8 +167,9 @@ def _run_probe(name: str, binary: Path, sim: Simulator, env: dict[str, str], wor
     write_run_config(load_config(PROBE_CONFIG), folder, sim.root)
     shutil.copy2(binary, folder / "probe")
     try:
-        proc = subprocess.run([str(folder / "probe"), name], cwd=folder, env=env, capture_output=True,
-                              timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        # under coreutils' timeout too: a probe never outlives a killed simflow by more than its time
+        proc = subprocess.run(orphans.watchdog([str(folder / "probe"), name], PROBE_TIMEOUT_S), cwd=folder, env=env,
+                              capture_output=True, timeout=PROBE_TIMEOUT_S + 30, stdin=subprocess.DEVNULL)
         text, code = (proc.stdout + proc.stderr).decode(errors="replace"), proc.returncode
     except subprocess.TimeoutExpired as exc:
         text, code = ((exc.stdout or b"") + (exc.stderr or b"")).decode(errors="replace"), -signal.SIGKILL
