@@ -525,7 +525,8 @@ def cmd_runs(args) -> int:
         speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
         rows.append({"id": r.id, "variant": r.variant, "params": _params_text(r.params),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
-                     "status": r.status + (" (sampled estimate)" if r.sampled else ""), "figure": speed})
+                     "status": r.status + (" (sampled estimate)" if r.sampled else "")
+                     + ("" if r.stored else " (not stored: simflow import its folder)"), "figure": speed})
     print(_table(rows))
     return 0
 

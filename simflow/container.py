@@ -12,7 +12,6 @@ whose host process was killed outright still ends by then.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -94,7 +93,8 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
     return [
-        engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name, "--label", f"{OWNER_LABEL}={owner()}",
+        engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name,
+        "--label", f"{OWNER_LABEL}={orphans.owner()}",
         "--user", f"{uid}:{gid}",  # files in the run folder and the cache stay the caller's
         "--network", "none",
         "--volume", f"{folder.resolve()}:{RUN_DIR}",
@@ -106,29 +106,6 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
     ]
 
 
-def _start_time(pid: int) -> str:
-    """A process's start time (clock ticks since boot), so a reused pid is not taken for the owner; '' if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def owner(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"{platform.node()}:{pid}:{_start_time(pid)}"
-
-
-def owner_alive(label: str) -> bool:
-    """Whether the simflow process a container's label names still runs (a container of another host: yes)."""
-    host, _, rest = label.partition(":")
-    pid, _, started = rest.partition(":")
-    if host != platform.node() or not pid.isdigit():
-        return True
-    return _start_time(int(pid)) == started != ""
-
-
 def reap(engine_cmd: str) -> list[str]:
     """Remove simflow's containers whose owner died without stopping them (kill -9); returns their names."""
     try:
@@ -138,7 +115,7 @@ def reap(engine_cmd: str) -> list[str]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     gone = [line.split()[0] for line in proc.stdout.splitlines()
-            if len(line.split()) == 2 and not owner_alive(line.split()[1])]
+            if len(line.split()) == 2 and not orphans.owner_alive(line.split()[1])]
     for name in gone:
         subprocess.run([engine_cmd, "rm", "--force", name], capture_output=True, timeout=60)
     return gone

@@ -109,3 +109,28 @@ def stop_group(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             continue
     proc.wait()
+
+
+
+def _start_time(pid: int) -> str:
+    """A process's start time (clock ticks since boot), so a reused pid is not taken for the owner; '' if gone."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()  # noqa: SIM115 (one read)
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner(pid: int | None = None) -> str:
+    """A process as 'host:pid:start time': what a container's label and a running record name as their owner."""
+    pid = os.getpid() if pid is None else pid
+    return f"{platform.node()}:{pid}:{_start_time(pid)}"
+
+
+def owner_alive(label: str) -> bool:
+    """Whether the process an owner() label names still runs (one on another host cannot be told: yes)."""
+    host, _, rest = label.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != platform.node() or not pid.isdigit():
+        return True
+    return _start_time(int(pid)) == started != ""

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from .orphans import owner, owner_alive
 from .problems import Problem
 
 # A run's status. Only "passed" means the kernel ran and matched the reference. Four come from
 # the simulator: it crashed (no exit line), aborted (an assertion or error it printed), ran past
 # simflow's timeout, or stopped at a max-cycle/instruction limit set in its config. "interrupted":
-# the user stopped it (Ctrl-C, SIGTERM); its files are kept.
+# the user stopped it (Ctrl-C, SIGTERM); its files are kept. "running": a run's result.json from its start
+# until its end replaces it; one whose process is gone (killed outright) reads as interrupted (settled()).
 STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused",
-            "crashed", "aborted", "timed_out", "stopped_at_limit", "interrupted")
+            "crashed", "aborted", "timed_out", "stopped_at_limit", "interrupted", "running")
 
 
 def to_stored(value):
@@ -90,6 +93,39 @@ class RunResult:
         return cls(status="refused", backend=backend, variant=kernel.variant, params=kernel.params,
                    problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(), reason=reason,
                    kernels=list(kernel.kernel_names), seed=seed, environment=dict(environment or {}))
+
+    @classmethod
+    def running(cls, backend: str, kernel, batch: int, seed: int, run_id: str, artifacts: dict, longest_s: float,
+                environment: dict | None = None) -> RunResult:
+        """The record of a run from its start: written to its folder first, so that a run whose process is
+        killed outright is still listed and importable (as interrupted). `artifacts`: the files it will keep
+        (run_dir first); `longest_s`: past this the run has surely ended (its timeout and the watchdog's grace),
+        wherever it ran."""
+        deadline = (datetime.now(UTC) + timedelta(seconds=longest_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return cls(status="running", backend=backend, variant=kernel.variant, params=kernel.params,
+                   problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
+                   reason=f"running since {utc_timestamp()} (process {owner()})",
+                   kernels=list(kernel.kernel_names), seed=seed, run_id=run_id, artifacts=dict(artifacts),
+                   environment={**(environment or {}), "owner": owner(), "deadline": deadline})
+
+    def settled(self) -> RunResult:
+        """A running record whose process has ended without finishing it (`kill -9`, a lost machine) reads as
+        interrupted, its files kept; any other record is itself."""
+        if self.status != "running":
+            return self
+        past = self.environment.get("deadline", "9") < datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not past and owner_alive(self.environment.get("owner", "")):
+            return self
+        kept = {}
+        for kind, path in self.artifacts.items():  # what the run left: a log may be compressed by now
+            found = next((p for p in (path, path + ".gz") if os.path.exists(p)), "")
+            if found:
+                kept[kind] = found
+        self.artifacts = kept
+        self.status = "interrupted"
+        self.reason = (f"its process ({self.environment.get('owner', '?')}: host, pid, start) ended before the run "
+                       f"did (killed outright); files kept in {self.artifacts.get('run_dir', 'its run folder')}")
+        return self
 
     def add(self, name: str, value: float, unit: str = "") -> None:
         self.metrics[name] = value

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .errors import UserError
@@ -91,6 +91,7 @@ class StoredRun(RunResult):
     config_key: str = ""  # hash of base + options: part of the cache key
     config_hash: str = ""  # hash of the config files the simulator read
     simflow_version: str = ""
+    stored: bool = True  # False: an unfinished run's record in its folder, not in the database (Store.unfinished)
 
     @property
     def id(self) -> str:
@@ -286,6 +287,8 @@ class Store:
 
         if not result.run_id:
             raise ValueError("a stored run needs a run id (new_run_folder gives one)")
+        if result.settled().status == "running":
+            raise StoreError(f"run {result.run_id} is still running ({result.reason}); it is stored when it ends")
         env = result.environment
         runner = f"docker:{env['docker_image']}" if env.get("docker_image") else "native"
         row = (result.run_id, result.created, result.variant, json.dumps(result.params, sort_keys=True),
@@ -316,9 +319,9 @@ class Store:
     # ---- reading ----------------------------------------------------------------------------
 
     def runs(self, where: str = "", args: tuple = ()) -> list[StoredRun]:
-        """Runs (oldest first) with their metrics and artifacts."""
+        """Runs (oldest first) with their metrics and artifacts; without `where`, the unfinished ones too."""
         if self.conn is None:
-            return []
+            return [] if where else self.unfinished()
         try:
             rows = self.conn.execute(f"SELECT * FROM runs {where} ORDER BY created, id", args).fetchall()
             found = {r[0]: self._row(r) for r in rows}
@@ -335,7 +338,34 @@ class Store:
                     found[run_id].artifacts[kind] = path
         except sqlite3.Error as exc:
             raise self._error(exc, "read runs") from None
-        return list(found.values())
+        if where:
+            return list(found.values())
+        return sorted([*found.values(), *self.unfinished(set(found))], key=lambda r: (r.created, r.id))
+
+    def unfinished(self, stored: set[str] | None = None) -> list[StoredRun]:
+        """Unfinished runs whose record is in their folder but not in the database: in flight (a run's record is
+        written at its start), or interrupted: its process was killed outright (RunResult.settled), or it was a
+        sweep's worker that kept its run as interrupted when the sweep was killed before storing it."""
+        folders = self.root / "runs"
+        if not folders.is_dir():
+            return []
+        stored = set(self.ids()) if stored is None else stored
+        out = []
+        for folder in sorted(folders.iterdir()):
+            path = folder / "result.json"
+            if folder.name in stored or not path.is_file():
+                continue
+            try:
+                data = json.loads(path.read_text())
+                if data.get("status") not in ("running", "interrupted"):
+                    continue  # a finished run kept out of the store (--no-store): the user's choice
+                result = RunResult.from_dict(data).settled()
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            env = result.environment
+            out.append(StoredRun(**{f.name: getattr(result, f.name) for f in fields(RunResult)}, stored=False,
+                                 config=env.get("config", ""), config_key=env.get("config_key", "")))
+        return out
 
     @staticmethod
     def _row(r) -> StoredRun:

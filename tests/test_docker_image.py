@@ -188,6 +188,9 @@ def test_a_kill_9_of_simflow_leaves_no_container_simulating(image, tmp_path):
     while not no_container_left(run_id) and time.monotonic() < deadline:
         time.sleep(1)
     assert no_container_left(run_id)
+    with Store(tmp_path, read_only=True) as store:  # the run is listed, as interrupted, though never stored
+        (run,) = store.runs()
+    assert (run.id, run.status, run.stored) == (run_id, "interrupted", False)
     # A container whose owner was killed before its client could stop it: the next run reaps it.
     orphan = engine("run", "--detach", "--init", "--pull", "never", "--network", "none", "--name", "simflow-orphan",
                     "--label", f"simflow.owner={platform.node()}:999999:1", image, "sleep", "600")

@@ -18,7 +18,7 @@ import pytest
 from hardware import requires_gpgpusim
 from test_cli import sigint_default, simflow
 
-from simflow import container
+from simflow import container, orphans
 from simflow.backends import RunOptions
 from simflow.backends.gpgpusim import (
     GpgpusimBackend,
@@ -129,10 +129,12 @@ def test_build_error_and_lost_execution(tmp_path):
     assert result.status == "crashed" and "execution.json" in result.reason
 
 
-def test_setup_error_is_the_users_to_fix(tmp_path):
+def test_a_setup_failure_is_a_run_that_aborted_with_the_users_fix(tmp_path):
+    """The simulator never started (the image lacks a part): a record `runs` lists, not a folder it hides."""
     folder = prepared(tmp_path, facts={"setup_error": "GPGPU-Sim not found: GPGPUSIM_ROOT is not set"})
-    with pytest.raises(UserError, match="GPGPUSIM_ROOT is not set"):
-        finish(folder)
+    result = finish(folder)
+    assert result.status == "aborted" and "did not start: GPGPU-Sim not found: GPGPUSIM_ROOT" in result.reason
+    assert json.loads((folder / "result.json").read_text())["status"] == "aborted"
 
 
 def test_refusals_come_before_any_folder_and_need_no_simulator(tmp_path, monkeypatch):
@@ -152,7 +154,7 @@ def test_docker_command_line(tmp_path):
     cache = tmp_path / "cache"
     cmd = container.run_command("docker", "simflow-gpgpusim", tmp_path, "simflow-run1", cache, uid=1000, gid=1001)
     assert cmd == ["docker", "run", "--rm", "--init", "--pull", "never", "--name", "simflow-run1",
-                   "--label", f"simflow.owner={container.owner()}", "--user", "1000:1001", "--network", "none",
+                   "--label", f"simflow.owner={orphans.owner()}", "--user", "1000:1001", "--network", "none",
                    "--volume", f"{tmp_path.resolve()}:/simflow/run", "--volume", f"{cache.resolve()}:/simflow/cache",
                    "--workdir", "/simflow/run", "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/simflow/cache",
                    "simflow-gpgpusim", "simflow", "sim-exec", "/simflow/run"]
@@ -188,10 +190,10 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     assert not (tmp_path / "runs").exists()
     # The engine lists a container whose owner is gone (a simflow killed with kill -9) and one whose owner lives:
     # only the first is removed.
-    dead = container.owner(os.getpid()).rsplit(":", 1)[0] + ":1"  # this pid, another start time: not this process
+    dead = orphans.owner(os.getpid()).rsplit(":", 1)[0] + ":1"  # this pid, another start time: not this process
     fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\n'
                                     f'if [ "$1" = ps ]; then echo "simflow-old {dead}"; '
-                                    f'echo "simflow-live {container.owner()}"; echo "other-host h:1:1"; fi\n')
+                                    f'echo "simflow-live {orphans.owner()}"; echo "other-host h:1:1"; fi\n')
     assert container.reap("podman") == ["simflow-old"]
     assert log.read_text().splitlines()[-1] == "rm --force simflow-old"
     # The engine has the image, but the container fails: the run says so and keeps what the engine printed.
@@ -203,8 +205,9 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     folder = prepared(tmp_path)
     execute_in_container(folder, "simflow-gpgpusim", backend.engine)
     assert (folder / "docker.cmd").read_text().startswith("docker run --rm --init --pull never --name simflow-")
-    with pytest.raises(UserError, match="exited with 125 without running the simulator: .*OCI runtime create"):
-        finish(folder)
+    result = finish(folder)
+    assert result.status == "aborted"
+    assert re.search("exited with 125 without running the simulator: .*OCI runtime create", result.reason)
 
 
 def test_timeout_must_be_positive(tmp_path):
@@ -348,6 +351,17 @@ def test_kill_9_of_simflow_leaves_no_simulator(tmp_path, command):
     results = sorted(tmp_path.glob("runs/*/result.json"))
     if command == "sweep":  # each worker's run is kept, as interrupted
         assert [json.loads(r.read_text())["status"] for r in results] == ["interrupted"] * count
+    # every run is listed (as interrupted, its log kept) and can be stored, though simflow died before storing it
+    listed = subprocess.run([sys.executable, "-m", "simflow", "runs", "--json", "--results", str(tmp_path)], env=env,
+                            capture_output=True, text=True, timeout=120)
+    runs = json.loads(listed.stdout)
+    assert [(r["status"], r["stored"]) for r in runs] == [("interrupted", False)] * count, listed.stderr
+    assert all(Path(r["artifacts"]["log"]).is_file() for r in runs)
+    folders = [r["artifacts"]["run_dir"] for r in runs]
+    subprocess.run([sys.executable, "-m", "simflow", "import", *folders, "--results", str(tmp_path)], env=env,
+                   check=True, capture_output=True, timeout=120)
+    with Store(tmp_path) as store:
+        assert [(r.status, r.stored) for r in store.runs()] == [("interrupted", True)] * count
 
 
 def _descendants(pid: int) -> list[int]:

@@ -1,6 +1,7 @@
 """The SQLite results store: records round-trip, atomic writes, concurrent writers, schema versions,
 clear errors; selecting runs."""
 
+import json
 import math
 import multiprocessing
 import sqlite3
@@ -170,3 +171,64 @@ def test_result_json_reads_back_to_the_same_record(tmp_path):
     result = sim_record(tmp_path, "shared")
     again = RunResult.from_dict(json.loads((tmp_path / "runs" / result.run_id / "result.json").read_text()))
     assert again.to_dict() == result.to_dict()
+
+
+def _running_folder(tmp_path, owner: str):
+    """A run folder as `simflow sim` leaves it from its start: the running record, a partly written log."""
+    from simflow import orphans
+    from simflow.problems import get_problem
+    from simflow.results import RunResult
+    from simflow.run_folders import keep_result, new_run_folder
+    from simflow.variants import get_variant
+
+    kernel = get_variant("global").render(get_problem("batch3x3"), {})
+    run_id, folder = new_run_folder("global", tmp_path)
+    (folder / "sim.log").write_text("GPGPU-Sim: partial\n")
+    files = {"run_dir": str(folder), "log": str(folder / "sim.log")}
+    record = RunResult.running("gpgpusim", kernel, 1, 0, run_id, files, 600, {"config": "SM7_QV100", "config_key": "k"})
+    record.environment["owner"] = owner or orphans.owner()
+    keep_result(record, folder)
+    return run_id, folder
+
+
+def test_a_run_whose_process_was_killed_is_listed_as_interrupted_and_importable(tmp_path):
+    """kill -9 of `simflow sim` leaves its running record: listed (no database yet) as interrupted, log kept,
+    and `import` stores it so."""
+    import platform
+    import subprocess
+
+    from simflow import orphans
+
+    dead = subprocess.Popen(["true"])
+    gone = orphans.owner(dead.pid)
+    dead.wait()  # its pid now names no process (or, reused, another start time)
+    run_id, folder = _running_folder(tmp_path, gone)
+    with Store(tmp_path, read_only=True) as store:
+        (run,) = store.runs()
+    assert run.id == run_id and run.status == "interrupted" and not run.stored
+    assert "ended before the run did" in run.reason and run.artifacts["log"] == str(folder / "sim.log")
+    assert run.config == "SM7_QV100"
+    with Store(tmp_path) as store:
+        store.add(run)
+        (again,) = store.runs()  # stored now: listed once
+    assert again.stored and again.status == "interrupted" and again.artifacts["log"] == str(folder / "sim.log")
+    # a record of another host cannot be told dead by its pid: past its deadline it is
+    run_id, folder = _running_folder(tmp_path, "another-host:1:1")
+    with Store(tmp_path) as store:
+        assert store.runs()[-1].status == "running" and platform.node() != "another-host"
+        with pytest.raises(StoreError, match="still running"):
+            store.add(store.runs()[-1])
+    data = json.loads((folder / "result.json").read_text())
+    data["environment"]["deadline"] = "2026-01-01T00:00:00Z"
+    (folder / "result.json").write_text(json.dumps(data))
+    with Store(tmp_path) as store:
+        assert store.runs()[-1].status == "interrupted"
+
+
+def test_a_running_record_of_a_live_process_stays_running(tmp_path):
+    run_id, _ = _running_folder(tmp_path, "")
+    with Store(tmp_path, read_only=True) as store:
+        (run,) = store.runs()
+    assert run.status == "running" and "running since" in run.reason
+    with Store(tmp_path) as store, pytest.raises(StoreError, match=f"run {run_id} is still running"):
+        store.add(run)

@@ -43,6 +43,7 @@ from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
 
 CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
+BUILD_ALLOWANCE_S = 900  # the longest a run's build and first probes take before its simulation starts
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
 INTERVALS = "intervals.csv"  # per-interval IPC, occupancy and L1D hit rate (simflow.gpgpusim_log.SimLog.intervals)
@@ -214,8 +215,8 @@ def finish(folder: Path) -> RunResult:
         result.reason = f"stopped by Ctrl-C or SIGTERM after {facts.get('wall_s', 0):g} s; files kept in {folder}"
         if _log_path(folder).is_file():
             result.artifacts["log"] = str(_log_path(folder))
-    elif "setup_error" in facts:
-        raise UserError(facts["setup_error"])
+    elif "setup_error" in facts:  # the simulator never started (a broken image, a missing toolkit in it)
+        result.status, result.reason = "aborted", f"the simulator did not start: {facts['setup_error']}"
     elif "refused" in facts:  # what this build's model gets wrong, from its probes
         result.status, result.reason = "refused", facts["refused"]
     elif "build_error" in facts:
@@ -408,6 +409,13 @@ class GpgpusimBackend(Backend):
         self.require()  # before any folder is made
         run_id, folder = new_run_folder(kernel.variant, self.results)
         prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)
+        # the record first, as running: a simflow killed outright leaves a run that is listed and importable
+        grace = CONTAINER_GRACE_S if self.docker_image else WATCHDOG_GRACE_S
+        keep_result(RunResult.running(self.name, kernel, batch, options.seed, run_id, {
+            "run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
+            "program_source": str(folder / "program.cu"), "log": str(folder / "sim.log")},
+            self.timeout_s + grace + BUILD_ALLOWANCE_S,
+            {"config": self.config.name, "config_key": config_key(self.config)}), folder)
         if self.docker_image:
             execute_in_container(folder, self.docker_image, self.engine)
         else:
