@@ -202,7 +202,7 @@ def profile(job: Job, results: Path) -> RunResult:
     problem = job.problem
     target = [sys.executable, "-m", "simflow", "run", job.variant,
               *[f"--param={k}={show_value(v)}" for k, v in job.params],
-              "--shape", f"{problem.B},{problem.C},{problem.M},{problem.H},{problem.W},{problem.K},{problem.pad}",
+              "--shape", problem.shape_text,  # the stride too: a strided layer is profiled as it is
               "--warmup", "0", "--repeats", "1", "--seed", str(job.seed), "--no-store",
               "--results", str(folder / "target"), "--json"]
     cmd = ncu_command(ncu, kernel.kernel_names, target)

@@ -92,6 +92,21 @@ def test_command_line():
     assert "sm__warps_active.avg.pct_of_peak_sustained_active" in cmd[cmd.index("--metrics") + 1].split(",")
 
 
+def test_a_strided_layer_is_profiled_at_its_stride(tmp_path, monkeypatch):
+    """The profiled run is the job's own layer: its shape reaches `simflow run` whole, the stride included."""
+    from simflow.jobs import Job
+    from simflow.problems import parse_shape
+
+    fake = tmp_path / "ncu"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("SIMFLOW_NCU", str(fake))
+    job = Job.make("global", {}, parse_shape("2,3,4,16,16,3,1,2"), "gpu-ncu")
+    ncu.profile(job, tmp_path)
+    argv = (tmp_path / "argv").read_text().splitlines()
+    assert argv[argv.index("--shape") + 1] == "2,3,4,16,16,3,1,2"
+
+
 def test_simulator_and_hardware_side_by_side(tmp_path):
     with Store(tmp_path) as store:
         for variant in ("global", "shared"):
