@@ -8,7 +8,7 @@ import html
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
@@ -239,10 +239,12 @@ class Table:
 class Comparison:
     tables: list[Table]
     left_out: str  # one line: what was not shown, and why ('' when nothing)
+    newly_failing: list[str] = field(default_factory=list)  # jobs whose newest run failed after a pass
 
     def regressions(self, threshold: float) -> list[str]:
-        return [f"{t.title}: {r}" if len(self.tables) > 1 else r for t in self.tables
-                for r in regressions(t.frame, threshold)]
+        return [f"newly failing: {text}" for text in self.newly_failing] + [
+            f"{t.title}: {r}" if len(self.tables) > 1 else r for t in self.tables
+            for r in regressions(t.frame, threshold)]
 
 
 def _identity(run: StoredRun) -> str:
@@ -272,13 +274,16 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
         raise UserError("no stored run matches; 'simflow runs' lists what is stored")
     _check_names(runs, by, metrics)
     left: list[str] = []
-    shown = runs if all_statuses else [r for r in runs if r.status == "passed"]
-    if len(shown) < len(runs):
-        counts = Counter(r.status for r in runs if r.status != "passed")
-        left.append(f"{len(runs) - len(shown)} run(s) that did not pass ("
-                    + ", ".join(f"{n} {status}" for status, n in counts.most_common()) + "; --all-statuses shows them)")
+    failing = [] if all_statuses else newly_failing(runs)
+    stale = {id(r) for r in runs if _same_run(r) in {_same_run(f) for f in failing}}
+    shown = runs if all_statuses else [r for r in runs if r.status == "passed" and id(r) not in stale]
+    counts = Counter(r.status for r in runs if r.status != "passed")
+    if counts and not all_statuses:
+        left.append(f"{counts.total()} run(s) that did not pass ("
+                    + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda c: (-c[1], c[0])))
+                    + "; --all-statuses shows them)")
     if not shown:
-        raise UserError("no passed run matches: " + "; ".join(left))
+        raise UserError("no passed run matches: " + "; ".join(left + [_failing_note(failing)] if failing else left))
 
     def split_key(run: StoredRun) -> tuple:
         return (("" if force else run.backend), ("" if force or "config" in by else run.config_key),
@@ -297,7 +302,41 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
         raise UserError(f"baseline {baseline!r} is not one of the groups: {'; '.join(labels)}")
     if older:
         left.append(f"{older} older run(s) of groups shown with their newest run")
-    return Comparison(tables, "left out: " + "; ".join(left) if left else "")
+    if failing:
+        left.append(_failing_note(failing))
+    return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing])
+
+
+def _same_run(run: StoredRun) -> tuple:
+    """What makes two runs the same job run again: kernel variant and parameters, shape, backend, config."""
+    return run.variant, json.dumps(run.params, sort_keys=True, default=str), shape_key(run.problem), run.backend, \
+        run.config_key
+
+
+def newly_failing(runs: list[StoredRun]) -> list[StoredRun]:
+    """The newest run of each job that failed where an older run of it passed (asv's "newly failing"): a
+    comparison of passed runs alone would show the old pass and hide the failure. A run the user stopped
+    (interrupted) or one still running is no failure."""
+    newest: dict[tuple, StoredRun] = {}
+    passed_before: set[tuple] = set()
+    for run in sorted(runs, key=lambda r: r.created):
+        if run.status in ("interrupted", "running"):
+            continue
+        key = _same_run(run)
+        if key in newest and newest[key].status == "passed":
+            passed_before.add(key)
+        newest[key] = run
+    return [run for key, run in newest.items() if key in passed_before and run.status != "passed"]
+
+
+def _failing_note(failing: list[StoredRun]) -> str:
+    return ("newly failing (the newest run failed where an older one passed; a regression): "
+            + "; ".join(_failing_text(r) for r in failing))
+
+
+def _failing_text(run: StoredRun) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(run.params.items()))
+    return f"{run.variant}[{params}] on {run.problem.name}: run {run.id} {run.status}"
 
 
 def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, baseline: str | None):

@@ -151,11 +151,14 @@ def _variant_of(record, **changes):
 
 @pytest.fixture
 def mixed_store(tmp_path):
-    """Passed global and shared runs, then a timed-out re-run of shared, a wrong_result global, an
+    """Passed global and shared runs, an earlier timed-out run of shared and wrong_result global, an
     SM7_QV100_small run, and GPU runs of global (tile 16 and 32) and shared."""
     g, sh = sim_record(tmp_path, "global"), sim_record(tmp_path, "shared")
-    late = _variant_of(sh, status="timed_out", reason="the simulator ran past the timeout (1 s)", metrics={})
+    earlier = "2026-01-01T00:00:00.000000Z"  # failed attempts before the passes: nothing is newly failing
+    late = _variant_of(sh, status="timed_out", reason="the simulator ran past the timeout (1 s)", metrics={},
+                       created=earlier)
     wrong = sim_record(tmp_path, "global", wrong=True)
+    wrong.created = earlier
     small = _variant_of(sh, environment={**sh.environment, "config": "SM7_QV100_small", "config_key": "small"})
     with Store(tmp_path) as store:
         for r in (g, sh, late, wrong, small, gpu_record("g16", "global", 0.020),
@@ -218,3 +221,25 @@ def test_diff_marks_a_run_that_stopped_passing_as_worse(tmp_path):
     proc = simflow("diff", good.run_id, broken.run_id, "--fail-on-regression", env=env)
     assert proc.returncode == 4 and "status: passed -> compile_error" in proc.stderr
     assert proc.stdout.splitlines()[2].split()[:3] == ["status", "passed", "compile_error"]
+
+
+def test_compare_counts_a_newly_failing_job_as_a_regression(tmp_path):
+    """The newest run of global failed where an older one passed: the old pass must not stand for it (asv's
+    "newly failing"); an interrupted newest run is no failure."""
+    from simflow.compare import comparison
+
+    first, shared = sim_record(tmp_path, "global"), sim_record(tmp_path, "shared")
+    crashed = _variant_of(first, status="crashed", reason="the simulator died", metrics={})
+    stopped = _variant_of(shared, status="interrupted", reason="Ctrl-C", metrics={})
+    with Store(tmp_path) as store:
+        for run in (first, shared, crashed, stopped):
+            store.add(run)
+        runs = store.runs()
+    result = comparison(runs, ["variant"])
+    (table,) = result.tables
+    assert list(table.frame["group"]) == ["variant=shared"]  # the stale pass of global is not shown
+    (failing,) = result.newly_failing
+    assert failing.startswith("global[") and failing.endswith(f"on batch3x3: run {crashed.run_id} crashed")
+    assert "newly failing" in result.left_out and result.regressions(0.02)[0].startswith("newly failing: global[")
+    proc = simflow("compare", "--fail-on-regression", env={"SIMFLOW_RESULTS": str(tmp_path)})
+    assert proc.returncode == 4 and "newly failing: global[" in proc.stderr, proc.stderr
