@@ -83,8 +83,9 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
     `.estimate` (spec, batches, fraction simulated, each metric's bound). Always stored."""
     if sample is not None:
         from .jobs import Job
-        from .sampling import SampleSpec, run_sampled
+        from .sampling import SampleSpec
         from .store import Store
+        from .sweep import run_sampled
 
         job = Job.make(variant, dict(params or {}), problem_of(problem, batch), "gpgpusim", config=config,
                        docker_image=docker or "", engine=engine or "", timeout_s=timeout_s, seed=seed)

@@ -809,7 +809,8 @@ def cmd_sweep(args) -> int:
 
 def _sweep_sampled(sweep, args) -> int:
     """A sweep file with `sample`: every job's layer estimated from sampled simulation."""
-    from .sampling import SampleSpec, run_sampled
+    from .sampling import SampleSpec
+    from .sweep import run_sampled
 
     if args.dry_run:
         raise UserError("--dry-run cannot plan a sampled sweep: its sample batches come from each layer's probe run")

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import csv
 import math
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -229,16 +228,6 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
     return out
 
 
-@dataclass
-class SampledOutcome:
-    """One layer's sampled simulation: the stored estimate, or why there is none."""
-
-    job: Job  # the real layer
-    result: RunResult | None = None
-    error: str = ""
-    cached: bool = False  # the estimate was stored already (same kernel, problem, config and spec)
-
-
 def at_batch(job: Job, batch: int) -> Job:
     return replace(job, problem=job.problem.with_batch(batch))
 
@@ -281,74 +270,3 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     result.artifacts = {"run_dir": str(folder)}
     keep_result(result, folder)
     return result
-
-
-def stored_run(store, job: Job):
-    """The stored run that answers `job` (the newest, passed or not), or None."""
-    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
-    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
-
-
-def _failed(run, job: Job, what: str) -> str:
-    if run is None:
-        return f"its {what} ({job.describe()}, batch {job.problem.B}) could not run; see the sweep's errors above"
-    first = run.reason.splitlines()[0] if run.reason else ""
-    return f"its {what} (batch {run.problem.B}, run {run.run_id}) {run.status}: {first}"
-
-
-def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sampled", workers: int | None = None,
-                executor: str = "local", scheduler: str | None = None, dask: dict | None = None,
-                retry_failed: bool = False, quiet: bool = False) -> list[SampledOutcome]:
-    """Sampled simulations of the jobs' layers: their probes, then all their samples, each set run as a
-    sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
-    from .sweep import run_sweep
-    from .sweep_file import Sweep
-
-    started = time.monotonic()
-    outcomes = {job: SampledOutcome(job) for job in jobs}
-    todo = []
-    for job in jobs:
-        if job.backend != "gpgpusim":
-            raise UserError(f"sampling is for the simulator: {job.describe()} runs on {job.backend}; "
-                            "use backend gpgpusim, or drop the sample spec")
-        try:
-            fingerprint = job.kernel().fingerprint()
-        except UserError as exc:
-            outcomes[job].error = str(exc)
-            continue
-        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=False,
-                              sample=str(spec))
-        stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
-        if stored and stored.estimate.get("method") == METHOD:
-            outcomes[job] = SampledOutcome(job, stored, cached=True)
-        else:
-            todo.append(job)
-
-    def sweep(part: str, part_jobs: list[Job]) -> None:
-        if part_jobs:
-            run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
-                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet)
-
-    sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
-    plans = {}
-    for job in todo:
-        probe = stored_run(store, at_batch(job, 1))
-        if probe is None or not probe.passed:
-            outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
-            continue
-        try:
-            plans[job] = (probe, sample_batches(probe, spec, job.kernel(), job.problem.B)[0])
-        except UserError as exc:
-            outcomes[job].error = str(exc)
-    samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
-    sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
-    for job, (probe, batches) in plans.items():
-        runs = [stored_run(store, at_batch(job, b)) for b in batches]
-        bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
-        if bad:
-            outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
-            continue
-        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started)
-        store.add(result)
-        outcomes[job].result = result
-    return [outcomes[job] for job in jobs]

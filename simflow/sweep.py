@@ -3,7 +3,8 @@
 A job whose run is already stored (same rendered source, problem, backend and config) is not run
 again, so an interrupted sweep resumes. Runs go to local worker processes or to Dask (a scheduler
 address, or Slurm/PBS through dask-jobqueue); every record is written by this process, as each run
-comes back.
+comes back. A sampled simulation (run_sampled) is sweeps too: its one-image probes, then its samples;
+simflow.sampling turns them into the estimate.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .jobs import Job, JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .results import RunResult
 from .run_folders import keep_result, new_run_folder, write_json
+from .sampling import METHOD, SampleSpec, at_batch, estimate_result, sample_batches
 from .store import Store, StoreError
 from .sweep_file import Sweep
 
@@ -316,3 +318,83 @@ def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, e
         if cluster is not None:
             cluster.close()
 
+
+# ---- sampled simulation (simflow.sampling): its probes and samples run as sweeps ----
+
+
+@dataclass
+class SampledOutcome:
+    """One layer's sampled simulation: the stored estimate, or why there is none."""
+
+    job: Job  # the real layer
+    result: RunResult | None = None
+    error: str = ""
+    cached: bool = False  # the estimate was stored already (same kernel, problem, config and spec)
+
+
+def stored_run(store, job: Job):
+    """The stored run that answers `job` (the newest, passed or not), or None."""
+    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
+    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
+
+
+def _failed(run, job: Job, what: str) -> str:
+    if run is None:
+        return f"its {what} ({job.describe()}, batch {job.problem.B}) could not run; see the sweep's errors above"
+    first = run.reason.splitlines()[0] if run.reason else ""
+    return f"its {what} (batch {run.problem.B}, run {run.run_id}) {run.status}: {first}"
+
+
+def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sampled", workers: int | None = None,
+                executor: str = "local", scheduler: str | None = None, dask: dict | None = None,
+                retry_failed: bool = False, quiet: bool = False) -> list[SampledOutcome]:
+    """Sampled simulations of the jobs' layers: their probes, then all their samples, each set run as a
+    sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
+    started = time.monotonic()
+    outcomes = {job: SampledOutcome(job) for job in jobs}
+    todo = []
+    for job in jobs:
+        if job.backend != "gpgpusim":
+            raise UserError(f"sampling is for the simulator: {job.describe()} runs on {job.backend}; "
+                            "use backend gpgpusim, or drop the sample spec")
+        try:
+            fingerprint = job.kernel().fingerprint()
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+            continue
+        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=False,
+                              sample=str(spec))
+        stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
+        if stored and stored.estimate.get("method") == METHOD:
+            outcomes[job] = SampledOutcome(job, stored, cached=True)
+        else:
+            todo.append(job)
+
+    def sweep(part: str, part_jobs: list[Job]) -> None:
+        if part_jobs:
+            run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
+                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet)
+
+    sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
+    plans = {}
+    for job in todo:
+        probe = stored_run(store, at_batch(job, 1))
+        if probe is None or not probe.passed:
+            outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
+            continue
+        try:
+            plans[job] = (probe, sample_batches(probe, spec, job.kernel(), job.problem.B)[0])
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+    samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
+    sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    for job, (probe, batches) in plans.items():
+        runs = [stored_run(store, at_batch(job, b)) for b in batches]
+        bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
+        if bad:
+            outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
+            continue
+        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started)
+        store.add(result)
+        outcomes[job].result = result
+    return [outcomes[job] for job in jobs]
