@@ -38,7 +38,7 @@ from .resources import cache_dir
 from .simulator import Simulator, environment
 from .standalone import build_program
 from .toolkits import Toolkit, cuda_install_path
-from .variants import template_environment
+from .variant_types import template_environment
 
 PROBE_VERSION = 2  # bump when a probe or its reading changes: cached answers are then probed again
 PROBE_CONFIG = "SM7_QV100_small"

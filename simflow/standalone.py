@@ -16,7 +16,7 @@ from pathlib import Path
 from .errors import UserError
 from .resources import cache_dir
 from .toolkits import CUDA11_HELP, Toolkit, find_toolkits
-from .variants import Kernel, template_environment
+from .variant_types import Kernel, template_environment
 
 SIM_BUILD_OPTIONS = ("-O3", "--cudart", "shared", "-gencode", "arch=compute_70,code=compute_70")
 

@@ -1,6 +1,6 @@
 """Kernel variants of a user's own: a folder of `NAME.cu.j2` templates, each with a `NAME.toml`.
 
-The TOML declares what simflow's own variants have in code (simflow/variants.py):
+The TOML declares what simflow's own variants have in code (simflow/families.py):
 
     summary = "one line"
     precision = "float32"            # what it computes in: float32 | float16 | tf32 (the check's tolerance)
@@ -36,6 +36,7 @@ parameters; a mistake names the file and line.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import operator
 import re
@@ -44,7 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .limits import check_threads
 from .problems import Problem
+from .variant_types import GENERIC_LIMITS, Kernel, Launch, Param, Variant
 
 LAYER_NAMES = ("C", "M", "H", "W", "K", "pad", "stride", "Hout", "Wout")
 FUNCTIONS = {"ceil": math.ceil, "floor": math.floor, "min": min, "max": max}
@@ -134,8 +137,6 @@ def names_for(problem: Problem, params: dict, batch: int) -> dict:
 
 def load_user_variant(toml_path: Path, builtin_params: dict, families: dict) -> object:
     """One NAME.toml (and its template) as a Variant; every mistake names the file and line."""
-    from .variants import DeclaredVariant, Param
-
     name = toml_path.stem
     text = toml_path.read_text(encoding="utf-8")
     try:
@@ -230,3 +231,55 @@ def load_user_variant(toml_path: Path, builtin_params: dict, families: dict) -> 
                       for buffer, e in data.get("workspace", {}).items())
     return DeclaredVariant(**common, launch_specs=tuple(launches), workspace_specs=workspace,
                            refusals=tuple(refusals), declared_in=str(toml_path))
+
+
+@dataclass(frozen=True)
+class DeclaredVariant(Variant):
+    """A user's variant whose launches, workspace and refusals are the expressions of its TOML
+    (simflow.user_variants reads them)."""
+
+    launch_specs: tuple = ()  # (kernel, grid expressions, block expressions, smem expression, args)
+    workspace_specs: tuple = ()  # (buffer, float-count expression)
+    refusals: tuple = ()  # (when expression, reason, simulator only)
+    declared_in: str = ""
+
+    @staticmethod
+    def _names(problem: Problem, params: dict, batch: int) -> dict:
+        return names_for(problem, params, batch)
+
+    def check(self, problem: Problem, params: dict) -> None:
+        names = self._names(problem, params, 1)
+        for when, reason, simulator in self.refusals:
+            if not simulator and when(names):
+                raise UserError(f"{self.name}: {reason} (refused where {when.text}: {when.where})")
+        for kernel, _, block, _, _ in self.launch_specs:
+            dims = tuple(e.whole(names, f"{kernel} block") for e in block)
+            check_threads(dims + (1,) * (3 - len(dims)), GENERIC_LIMITS,
+                          f"change the block of {kernel} in {self.declared_in}")
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        names = self._names(kernel.problem, kernel.params, batch)
+
+        def dims(exprs, what: str) -> tuple[int, int, int]:
+            values = tuple(e.whole(names, what) for e in exprs)
+            return values + (1,) * (3 - len(values))
+
+        return [Launch(kernel=name, grid=dims(grid, f"{name} grid"), block=dims(block, f"{name} block"),
+                       dynamic_smem=smem.whole(names, f"{name} dynamic_smem"), args=args)
+                for name, grid, block, smem, args in self.launch_specs]
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        names = self._names(kernel.problem, kernel.params, batch)
+        return {buffer: e.whole(names, f"workspace {buffer}") for buffer, e in self.workspace_specs}
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        return self.launch_specs[0][3].whole(self._names(problem, params, 1), "dynamic_smem") // 4
+
+    def render(self, problem: Problem, params: dict | None = None) -> Kernel:
+        kernel = super().render(problem, params)
+        names = self._names(problem, kernel.params, 1)
+        for when, reason, simulator in self.refusals:
+            if simulator and when(names):
+                return dataclasses.replace(kernel, sim_unsupported=f"{reason} (refused in the simulator where "
+                                                                   f"{when.text}: {when.where})")
+        return kernel

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from simflow.errors import LimitError
+from simflow.families import FftVariant, WinogradVariant, winograd_matrices
 from simflow.problems import Problem, get_problem
 from simflow.reference import TOLERANCE, conv2d_reference, make_inputs
-from simflow.variants import FftVariant, WinogradVariant, render, winograd_matrices
+from simflow.variants import render
 
 
 def _matmul(a, b):

@@ -14,7 +14,7 @@ from ..errors import LimitError, UserError
 from ..limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
 from ..reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
 from ..resources import cache_dir
-from ..variants import Kernel, Launch, template_environment
+from ..variant_types import Kernel, Launch, template_environment
 from .base import Availability, Backend, RunOptions, RunResult
 
 try:
