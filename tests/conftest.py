@@ -1,10 +1,31 @@
+"""Shared by every test module: hardware needs as skips, caches in temporary folders, and `simflow` in a fresh
+interpreter as a user runs it. Test modules import helpers from here, tests/runs.py (records),
+tests/cases.py (shared cases) and tests/fakes.py (stand-ins), never from each other."""
+
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sigint_default() -> None:
+    """A Popen preexec_fn: SIGINT as a terminal gives it. A pytest started in the background inherits SIGINT
+    ignored, and so would its children; tests that send SIGINT need the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def simflow(*args, env=None, timeout=300):
+    """Run `python -m simflow` in a fresh interpreter, as a user would."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
+                          timeout=timeout)
 
 
 def pytest_collection_modifyitems(config, items):

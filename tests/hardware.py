@@ -1,7 +1,7 @@
-"""What this machine has, as pytest skip markers (one place for hardware detection).
+"""What this machine has (one place for hardware detection).
 
-Each marker in pyproject.toml names one need; conftest skips a test marked with a need that is
-absent here, with the reason. The `requires_*` decorators say the same for older tests."""
+Each marker in pyproject.toml names one need (NEEDS); conftest skips a test marked with a need that is
+absent here, with the reason."""
 
 from __future__ import annotations
 
@@ -9,22 +9,17 @@ import os
 import shutil
 import subprocess
 
-import pytest
-
 from simflow.backends import backend_class
 from simflow.toolkits import find_toolkits
 
 _gpu = backend_class("gpu").probe()
-requires_gpu = pytest.mark.skipif(not _gpu.available, reason=f"no GPU backend: {_gpu.detail}")
 
 MODERN_NVCC = next((tk for tk in find_toolkits() if tk.version[0] >= 12), None)  # sm_90 and sm_90a (wgmma)
-requires_nvcc = pytest.mark.skipif(MODERN_NVCC is None, reason="no nvcc that targets sm_90 (CUDA 12 or newer)")
 
 CUDA11 = next((tk for tk in find_toolkits() if tk.version[0] == 11), None)
-requires_cuda11 = pytest.mark.skipif(CUDA11 is None, reason="no CUDA 11.x toolkit (see simflow doctor)")
 
 _sim = backend_class("gpgpusim").probe()
-requires_gpgpusim = pytest.mark.skipif(not _sim.available, reason=f"no GPGPU-Sim: {_sim.detail}")
+UPSTREAM_ROOT = os.environ.get("SIMFLOW_TEST_UPSTREAM_ROOT", "")  # a second build, upstream's, to compare with
 
 
 def container_engine() -> tuple[str | None, str]:
@@ -71,4 +66,6 @@ NEEDS = {
     "gpgpusim": (_sim.available, f"no GPGPU-Sim: {_sim.detail}"),
     "docker": (ENGINE is not None, f"no container engine: {_engine_why}"),
     "slurm": (not _slurm_why, _slurm_why),
+    "upstream": (bool(UPSTREAM_ROOT), "SIMFLOW_TEST_UPSTREAM_ROOT names no upstream GPGPU-Sim build (built by its "
+                                      "own README) to compare with"),
 }

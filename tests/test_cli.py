@@ -2,33 +2,15 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from hardware import requires_gpu, requires_nvcc
+from conftest import ROOT, simflow
 
 from simflow.backends import backend_class
 from simflow.cli import main
 from simflow.variants import VARIANTS
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def sigint_default() -> None:
-    """A Popen preexec_fn: SIGINT as a terminal gives it. A pytest started in the background inherits SIGINT
-    ignored, and so would its children; tests that send SIGINT need the default."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def simflow(*args, env=None, timeout=300):
-    """Run `python -m simflow` in a fresh interpreter, as a user would."""
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
-                          timeout=timeout)
 
 
 def test_variants_json(capsys):
@@ -100,7 +82,7 @@ def test_doctor_says_where_it_looked_for_the_simulator(tmp_path):
         search["detail"] and "used: " not in search["detail"]
 
 
-@requires_nvcc
+@pytest.mark.nvcc
 def test_check_is_the_main_job(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)}, timeout=900)  # every variant, each nvcc
     assert proc.returncode == 0, proc.stderr
@@ -124,7 +106,6 @@ def test_check_is_the_main_job(tmp_path):
 
 
 @pytest.mark.gpu
-@requires_gpu
 def test_check_runs_on_the_gpu(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
     rows = json.loads(proc.stdout)["variants"]

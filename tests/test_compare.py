@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
+from conftest import simflow
 from runs import gpu_record, sim_record
-from test_cli import simflow
 
 from simflow.compare import comparable, compare, diff, mark, regressions, render
 from simflow.errors import UserError

@@ -3,15 +3,15 @@
 import itertools
 
 import pytest
-from hardware import MODERN_NVCC, requires_nvcc
-from test_variants import ALL, PROBLEM, problem_for
+from cases import ALL, PROBLEM, problem_for
+from hardware import MODERN_NVCC
 
 from simflow.errors import ToolError
 from simflow.problems import Problem, get_problem
 from simflow.toolkits import compile_kernel, parse_ptxas_log
 from simflow.variants import render
 
-pytestmark = [pytest.mark.nvcc, requires_nvcc]
+pytestmark = [pytest.mark.nvcc]
 
 
 @pytest.mark.parametrize("variant,params", ALL, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in ALL])

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from test_simulator import fake_build
+from fakes import fake_build
 
 from simflow import image, resources
 from simflow.simulator import simulator_at

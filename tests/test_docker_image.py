@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sigint_default, simflow
 from hardware import ENGINE, NEEDS
-from test_cli import sigint_default, simflow
 
 from simflow.store import Store
 

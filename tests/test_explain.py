@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
+from conftest import simflow
 from runs import PROBLEM, gpu_record, sim_record
-from test_cli import simflow
 
 from simflow.errors import UserError
 from simflow.explain import explain, format_explanation, totals

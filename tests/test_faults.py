@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import simflow
 from runs import sim_record
-from test_cli import simflow
 
 from simflow.store import Store
 

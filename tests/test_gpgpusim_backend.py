@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hardware import requires_gpgpusim
-from test_cli import sigint_default, simflow
+from conftest import sigint_default, simflow
+from hardware import UPSTREAM_ROOT
 
 from simflow import container, orphans
 from simflow.backends import RunOptions
@@ -233,7 +233,6 @@ def test_cli_without_a_simulator_says_how_to_get_one(tmp_path):
 # ---- the real simulator -------------------------------------------------------------------------
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_global_and_shared_pass_and_shared_uses_shared_memory(tmp_path):
     out = {}
     for variant in ("global", "shared"):
@@ -250,7 +249,6 @@ def test_global_and_shared_pass_and_shared_uses_shared_memory(tmp_path):
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_sim_exec_runs_the_same_folder_with_the_same_result(tmp_path):
     """What the container runs (simflow sim-exec FOLDER), run natively."""
     backend = GpgpusimBackend(config="SM7_QV100_small", results=tmp_path)
@@ -270,7 +268,6 @@ def test_sim_exec_runs_the_same_folder_with_the_same_result(tmp_path):
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_real_timeout_and_real_abort(tmp_path):
     backend = GpgpusimBackend(timeout_s=0.5, results=tmp_path)
     result = backend.run(render("global", PROBLEM), PROBLEM.B, RunOptions())
@@ -283,7 +280,6 @@ def test_real_timeout_and_real_abort(tmp_path):
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_execute_writes_the_merged_config_and_cleans_scratch(tmp_path):
     run_id, folder = new_run_folder("global", tmp_path)
     prepare(render("global", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
@@ -388,14 +384,11 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-UPSTREAM_ROOT = os.environ.get("SIMFLOW_TEST_UPSTREAM_ROOT", "")
-requires_upstream = pytest.mark.skipif(not UPSTREAM_ROOT, reason="SIMFLOW_TEST_UPSTREAM_ROOT names no upstream "
-                                       "GPGPU-Sim build (built by its own README) to compare with")
 OCCUPANCY_SHAPES = [("global", "batch3x3"), ("shared", "2,3,8,28,28,5,0"), ("regtile", "1,4,16,30,30,3,1")]
 
 
 @pytest.mark.gpgpusim
-@requires_upstream
+@pytest.mark.upstream
 @pytest.mark.parametrize("variant,shape", OCCUPANCY_SHAPES)
 def test_the_forks_sampled_occupancy_is_upstreams_printed_one_within_2_points(tmp_path, variant, shape):
     """The fork (found as usual) prints gpu_occupancy = -nan; its sampled_occupancy on the same binary is within 2
@@ -424,7 +417,7 @@ WMMA_LAYER = "2,16,16,12,12,3,1"
 
 @pytest.mark.gpgpusim
 @pytest.mark.parametrize("fragments", ["global", "shared"])
-@pytest.mark.parametrize("build", ["found", pytest.param("upstream", marks=requires_upstream)])
+@pytest.mark.parametrize("build", ["found", pytest.param("upstream", marks=pytest.mark.upstream)])
 def test_wmma_runs_where_the_builds_probe_says_its_form_is_right_and_is_refused_by_name_elsewhere(
         tmp_path, fragments, build):
     env = {"GPGPUSIM_ROOT": UPSTREAM_ROOT} if build == "upstream" else {}
@@ -464,7 +457,6 @@ def test_an_interrupted_sweep_records_its_runs_as_interrupted_and_resumes_them(t
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 @pytest.mark.parametrize("variant,problem,params", [
     ("winograd", "batch3x3", {}), ("winograd", "2,3,8,10,11,3,1", {"m": 4}),
     ("fft", "batch3x3", {}), ("fft", "1,2,4,12,12,5,0", {"tile": 16, "precision": "fp16"}),

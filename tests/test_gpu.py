@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hardware import requires_gpu
 
 from simflow.backends import RunOptions
 from simflow.errors import LimitError
 from simflow.problems import Problem, get_problem
 from simflow.variants import VARIANTS
 
-pytestmark = [pytest.mark.gpu, requires_gpu]
+pytestmark = [pytest.mark.gpu]
 
 SHAPES = [
     Problem(B=3, C=3, M=5, H=23, W=23, K=5, pad=2, name="odd-padded"),

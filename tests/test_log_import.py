@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.gpgpusim_log import aggregate, parse_file

@@ -8,9 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
-from hardware import requires_gpgpusim
+from conftest import simflow
 from runs import PROBLEM
-from test_cli import simflow
 
 from simflow.compare import comparison
 from simflow.compare import diff as diff_runs
@@ -221,7 +220,6 @@ def test_a_sweep_file_takes_a_sample_spec_for_the_simulator_only(tmp_path):
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_a_sampled_simulation_estimates_the_whole_layer_within_its_bound(tmp_path):
     """The real simulator: a 12.5-wave layer (SM7_QV100_small, 16 images a wave) from samples of 1, 2 and 3
     waves, against simulating it whole; then the same command again is answered by the store."""

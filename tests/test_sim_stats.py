@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow.compare import comparable, comparison, diff
 from simflow.explain import explain, format_explanation, kernel_view, totals

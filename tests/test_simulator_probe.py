@@ -5,7 +5,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow import simulator_probe
 from simflow.gpgpusim_log import parse_file, parse_text

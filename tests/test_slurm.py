@@ -12,15 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from hardware import requires_gpgpusim
+from cases import REAL  # 6 simulator runs on batch3x3
 from slurm_cluster import one_node_cluster
-from test_sweep import REAL  # 6 simulator runs on batch3x3
 
 from simflow.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = [pytest.mark.slurm, pytest.mark.gpgpusim, requires_gpgpusim]  # conftest skips without Slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.gpgpusim]  # conftest skips without Slurm
 
 DASK = """
 [dask]

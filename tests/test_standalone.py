@@ -3,7 +3,7 @@
 import subprocess
 
 import pytest
-from hardware import CUDA11, MODERN_NVCC, requires_cuda11, requires_nvcc
+from hardware import CUDA11, MODERN_NVCC
 
 from simflow.errors import UserError
 from simflow.problems import get_problem
@@ -39,7 +39,6 @@ def test_program_embeds_the_rendered_kernel_verbatim(variant):
 
 
 @pytest.mark.nvcc
-@requires_nvcc
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_compiles_with_cuda13(variant, tmp_path):
     kernel = render(variant, problem_for(variant))
@@ -52,7 +51,6 @@ def test_program_compiles_with_cuda13(variant, tmp_path):
 
 
 @pytest.mark.cuda11
-@requires_cuda11
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_program_builds_for_the_simulator(variant, tmp_path):
     problem = problem_for(variant)

@@ -68,7 +68,7 @@ def test_the_shared_tile_holds_what_a_strided_block_reads():
 
 
 def test_suites_as_presets():
-    from test_cli import simflow
+    from conftest import simflow
 
     from simflow.problems import SUITES, suite
 
@@ -89,7 +89,7 @@ def test_suites_as_presets():
 
 
 def test_a_sweep_over_a_suite(tmp_path):
-    from test_cli import simflow
+    from conftest import simflow
 
     sweep = tmp_path / "suite.toml"
     sweep.write_text('name = "r50"\nbackends = ["gpu"]\nsuite = "resnet50"\nbatch = 8\n\n'

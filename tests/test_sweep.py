@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hardware import requires_gpgpusim
+from cases import REAL
 from runs import sim_record
 
 from simflow.errors import UserError
@@ -152,24 +152,9 @@ def test_slurm_needs_dask_jobqueue_and_says_so(tmp_path):
 
 # ---- the real simulator -------------------------------------------------------------------------
 
-REAL = """name = "real"
-backends = ["gpgpusim"]
-configs = ["SM7_QV100_small"]
-problems = ["batch3x3"]
-
-[[variants]]
-name = "shared"
-tile = [8, 16]
-unroll = ["none", "both"]
-
-[[variants]]
-name = "global"
-unroll = ["none", "both"]
-"""
 
 
 @pytest.mark.gpgpusim
-@requires_gpgpusim
 def test_a_sweep_killed_in_the_middle_resumes_without_losing_or_repeating(tmp_path):
     path = write(tmp_path, REAL)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(tmp_path)}

@@ -4,7 +4,7 @@ import json
 import math
 
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.problems import get_problem

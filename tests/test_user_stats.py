@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.gpgpusim_log import USER_STATS, iter_catalogue, load_user_stats, parse_file, stat_of

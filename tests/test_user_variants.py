@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import simflow
+from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.problems import Problem, get_problem

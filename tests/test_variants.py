@@ -1,38 +1,12 @@
-import itertools
 
 import jinja2
 import pytest
+from cases import ALL, NHWC_PROBLEM, PROBLEM, WMMA_PROBLEM, problem_for
 
 from simflow.errors import LimitError, UserError
 from simflow.limits import KNOWN_DEVICES, check_threads
 from simflow.problems import Problem, get_problem
 from simflow.variants import VARIANTS, parse_param_args, render, template_environment
-
-PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
-WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
-NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
-WINOGRAD_PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=3, pad=1, name="odd-3x3")  # winograd: 3x3 filters only
-
-
-def problem_for(variant: str) -> Problem:
-    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM, "winograd": WINOGRAD_PROBLEM}.get(variant, PROBLEM)
-
-
-def all_configs():
-    """Every combination of the parameters that change the kernel code (host ones at their default), less
-    those the variant refuses (test_refusals_name_the_limit covers them)."""
-    for name, variant in VARIANTS.items():
-        code = [p for p in variant.params if not p.host]
-        for values in itertools.product(*(p.choices for p in code)):
-            params = dict(zip((p.name for p in code), values, strict=True))
-            try:
-                variant.render(problem_for(name), params)
-            except LimitError:
-                continue
-            yield name, params
-
-
-ALL = list(all_configs())
 
 
 def test_every_combination_renders_deterministically():

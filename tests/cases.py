@@ -1,0 +1,51 @@
+"""Cases several test modules share: problems that exercise every variant, every variant x parameter
+combination a renderer must handle, and a sweep of real simulator runs."""
+
+import itertools
+
+from simflow.errors import LimitError
+from simflow.problems import Problem
+from simflow.variants import VARIANTS
+
+PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
+WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
+NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
+WINOGRAD_PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=3, pad=1, name="odd-3x3")  # winograd: 3x3 filters only
+
+
+def problem_for(variant: str) -> Problem:
+    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM, "winograd": WINOGRAD_PROBLEM}.get(variant, PROBLEM)
+
+
+def all_configs():
+    """Every combination of the parameters that change the kernel code (host ones at their default), less
+    those the variant refuses (test_refusals_name_the_limit covers them)."""
+    for name, variant in VARIANTS.items():
+        code = [p for p in variant.params if not p.host]
+        for values in itertools.product(*(p.choices for p in code)):
+            params = dict(zip((p.name for p in code), values, strict=True))
+            try:
+                variant.render(problem_for(name), params)
+            except LimitError:
+                continue
+            yield name, params
+
+
+ALL = list(all_configs())
+
+
+# Six real simulator runs on batch3x3 (about 3 s each under SM7_QV100_small).
+REAL = """name = "real"
+backends = ["gpgpusim"]
+configs = ["SM7_QV100_small"]
+problems = ["batch3x3"]
+
+[[variants]]
+name = "shared"
+tile = [8, 16]
+unroll = ["none", "both"]
+
+[[variants]]
+name = "global"
+unroll = ["none", "both"]
+"""
