@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .backends import backend_names
 from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import ToolError, UserError
 from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
@@ -932,7 +933,7 @@ def _doctor_args(p: argparse.ArgumentParser) -> None:
                    help="do not run the probe programs on the simulator builds found (they run once per build, "
                         "about a minute, and are cached)")
     p.add_argument("--reprobe", action="store_true", help="run the probes again even where cached")
-    p.add_argument("--require", action="append", default=[], choices=["gpgpusim", "gpu"],
+    p.add_argument("--require", action="append", default=[], choices=backend_names(),
                    help="exit 1 unless this backend can run here (repeatable; the image build uses it)")
     _json_arg(p)
 

@@ -73,7 +73,7 @@ def test_podman_without_catatonit_is_refused_with_how_to_get_it(tmp_path, monkey
         assert "needs catatonit" in str(exc)
     else:
         raise AssertionError("podman without catatonit was not refused")
-    from simflow.doctor import engine_findings
+    from simflow.backends.gpgpusim import engine_findings
 
     (podman,) = engine_findings()
     assert not podman.found and "catatonit" in podman.detail

@@ -11,7 +11,7 @@ import importlib
 import os
 
 from ..errors import UserError
-from .base import Availability, Backend, RunOptions, RunResult
+from .base import Availability, Backend, Finding, RunOptions, RunResult
 
 _BACKENDS = {
     "gpu": "simflow.backends.gpu:GpuBackend",
@@ -46,4 +46,4 @@ for _entry in filter(None, os.environ.get(ENV, "").split(";")):
         _BACKENDS[_name.strip()] = _target.strip()
 
 
-__all__ = ["Availability", "Backend", "RunOptions", "RunResult", "backend_class", "backend_names"]
+__all__ = ["Availability", "Backend", "Finding", "RunOptions", "RunResult", "backend_class", "backend_names"]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from ..results import STATUSES, RunResult, utc_timestamp
 from ..variants import Kernel
 
-__all__ = ["STATUSES", "Availability", "Backend", "RunOptions", "RunResult", "utc_timestamp"]
+__all__ = ["STATUSES", "Availability", "Backend", "Finding", "RunOptions", "RunResult", "utc_timestamp"]
 
 DEFAULT_WARMUP = 3  # untimed launches before the timed ones
 DEFAULT_REPEATS = 20  # timed launches (the median is reported)
@@ -32,6 +32,19 @@ class Availability:
     how_to_get: str = ""
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One line of `simflow doctor`: a part simflow can use here or not, and how to get it."""
+
+    component: str
+    found: bool
+    detail: str
+    how_to_get: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
 class Backend(ABC):
     """Builds and runs a rendered kernel as a whole: no memcpy-level calls leak out.
 
@@ -50,6 +63,14 @@ class Backend(ABC):
     @abstractmethod
     def probe(cls) -> Availability:
         """Is this backend usable here? Cheap, never raises."""
+
+    @classmethod
+    def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+        """What `simflow doctor` says of this backend: by default its probe; a backend with parts of its own to
+        report (a driver, a simulator build, an engine) says more. `probe_builds`/`refresh`: whether costly
+        probes run, and run again where cached."""
+        avail = cls.probe()
+        return [Finding(cls.name, avail.available, avail.detail, avail.how_to_get)]
 
     @classmethod
     def from_job(cls, job, results: Path) -> Backend:

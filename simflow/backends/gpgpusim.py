@@ -39,7 +39,7 @@ from ..simulator import SIMULATOR_HELP, environment, find_simulator, missing_lib
 from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from ..toolkits import CUDA11_HELP, cuda_install_path
 from ..variants import Kernel
-from .base import Availability, Backend, RunOptions, RunResult, utc_timestamp
+from .base import Availability, Backend, Finding, RunOptions, RunResult, utc_timestamp
 
 CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
@@ -366,6 +366,11 @@ class GpgpusimBackend(Backend):
         return Availability(True, f"GPGPU-Sim at {sim.root} (from {sim.found_by}), CUDA {toolkit.version_text} "
                                   f"({toolkit.nvcc})")
 
+    @classmethod
+    def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+        """The simulator: where simflow looked, each build's probed capabilities, and the container engines."""
+        return [*simulator_findings(probe_builds, refresh), *engine_findings()]
+
     def __init__(self, config: str | SimConfig = DEFAULT_CONFIG, docker_image: str | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None, engine: str | None = None) -> None:
         if not timeout_s > 0:
@@ -421,3 +426,75 @@ class GpgpusimBackend(Backend):
         else:
             execute(folder)
         return finish(folder)
+
+
+# ---- what `simflow doctor` says of the simulator backend ----
+
+
+def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+    """Where simflow looked for GPGPU-Sim (which build it uses, why it passed over the others), and what each
+    build present can do, from its probes (simflow.simulator_probe; cached per build)."""
+    from ..simulator import candidates
+    from ..simulator_probe import WMMA_FORMS, probe
+
+    avail = GpgpusimBackend.probe()
+    found = [Finding("GPGPU-Sim", avail.available, avail.detail, avail.how_to_get)]
+    try:
+        chosen = find_simulator().root
+    except UserError:
+        chosen = None
+    looked = candidates()
+    lines = [("used: " if c.usable and c.path.resolve() == chosen else "") + c.describe() for c in looked]
+    found.append(Finding("GPGPU-Sim search", chosen is not None, "; ".join(lines),
+                         "" if chosen is not None else SIMULATOR_HELP))
+    builds = {c.path.resolve(): c for c in looked if c.usable}
+    if not probe_builds or not builds:
+        return found
+    try:
+        toolkit = cuda11_toolkit()
+    except UserError as exc:
+        found.append(Finding("GPGPU-Sim capabilities", False, f"not probed: {exc}", CUDA11_HELP))
+        return found
+    for root, candidate in builds.items():
+        sim = candidate.simulator()
+        try:
+            caps = probe(sim, toolkit, refresh=refresh)
+        except (UserError, ToolError) as exc:
+            found.append(Finding(f"GPGPU-Sim at {root}", False, f"probes failed: {str(exc).splitlines()[0]}",
+                                 "rebuild it by its own README"))
+            continue
+        right = [form.describe() for form in WMMA_FORMS if caps.wmma.get(form.name) == "correct"]
+        wrong = {said.split(":")[0] for said in caps.wmma.values() if said != "correct"}
+        wmma = (f"WMMA: {len(right)} of {len(caps.wmma)} forms correct" + (f" ({', '.join(right)})" if right else "")
+                + (f"; the others {', '.join(sorted(wrong))}" if wrong else ""))
+        occupancy = ("gpu_occupancy printed" if caps.occupancy == "printed" else
+                     "gpu_occupancy = -nan: sampled_occupancy (from the progress samples) stands for it")
+        found.append(Finding(f"GPGPU-Sim at {root}", True,
+                             f"{caps.flavour or 'unknown flavour'}, {caps.version} [build {caps.build}]; {occupancy}; "
+                             f"bank conflicts in {caps.bank_conflict_counter or 'no counter'}; {wmma}"))
+    return found
+
+
+def engine_findings() -> list[Finding]:
+    """Each container engine on PATH: whether its engine answers, and (podman) whether it can run --init."""
+    from ..container import ENGINES, init_problem
+    from ..doctor import run_quietly
+
+    found = []
+    for name in ENGINES:
+        if not shutil.which(name):
+            continue
+        code, out = run_quietly([name, "version", "--format", "{{.Server.Version}}"], timeout=15)
+        if code != 0:
+            first = out.splitlines()[-1] if out else "no answer"
+            found.append(Finding(name, False, f"client present, engine not reachable ({first})",
+                                 "start its engine, or run the simulator natively"))
+        elif why := init_problem(name):
+            found.append(Finding(name, False, f"engine {out}, but {why}", "apt-get install catatonit"))
+        else:
+            found.append(Finding(name, True, f"engine {out}"))
+    if not found:
+        found.append(Finding("docker", False, "no docker or podman command on PATH",
+                             "install Docker Engine or Podman to run the simulator in the simflow image "
+                             "('simflow image build')"))
+    return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import shutil
 import statistics
 import time
 
@@ -15,7 +16,7 @@ from ..limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_oc
 from ..reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
 from ..resources import cache_dir
 from ..variant_types import Kernel, Launch, template_environment
-from .base import Availability, Backend, RunOptions, RunResult
+from .base import Availability, Backend, Finding, RunOptions, RunResult
 
 try:
     import pycuda
@@ -95,6 +96,21 @@ class GpuBackend(Backend):
         dev = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
         major, minor = dev.compute_capability()
         return Availability(True, f"{dev.name()} (sm_{major}{minor}), PyCUDA {pycuda.VERSION_TEXT}")
+
+    @classmethod
+    def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+        """The GPU as PyCUDA sees it (what nvidia-smi sees where PyCUDA cannot), and PyCUDA itself."""
+        from ..doctor import run_quietly
+
+        avail = cls.probe()
+        gpu = Finding("GPU (PyCUDA)", avail.available, avail.detail, "" if avail.available else avail.how_to_get)
+        if not avail.available and shutil.which("nvidia-smi"):
+            code, out = run_quietly(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+            if code == 0 and out:
+                gpu = Finding("GPU (PyCUDA)", False, f"nvidia-smi sees {out}, but: {avail.detail}", avail.how_to_get)
+        if drv is None:
+            return [gpu, Finding("pycuda", False, f"not importable ({_IMPORT_ERROR})", "pip install 'simflow[gpu]'")]
+        return [gpu, Finding("pycuda", True, f"PyCUDA {pycuda.VERSION_TEXT}")]
 
     def __init__(self) -> None:
         reason = _no_gpu_reason()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..variants import Kernel
-from .base import Availability, Backend, RunOptions, RunResult
+from .base import Availability, Backend, Finding, RunOptions, RunResult
 
 
 class NcuBackend(Backend):
@@ -21,6 +21,11 @@ class NcuBackend(Backend):
 
     def __init__(self, job=None, results: Path | None = None) -> None:
         self.job, self.results = job, results
+
+    @classmethod
+    def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
+        avail = cls.probe()
+        return [Finding("Nsight Compute (backend gpu-ncu)", avail.available, avail.detail, avail.how_to_get)]
 
     @classmethod
     def probe(cls) -> Availability:
