@@ -19,8 +19,9 @@ from simflow.jobs import Job
 from simflow.problems import Problem
 from simflow.results import RunResult
 from simflow.sampling import (
-    MEMORY_FLOOR,
+    MISS_FLOOR,
     RATE_FLOOR,
+    TAIL_WAVES,
     SampleSpec,
     estimate_result,
     extrapolate,
@@ -46,7 +47,7 @@ def test_counts_that_add_up_over_blocks_are_exact():
     assert est["L1D_total_cache_misses"].value == 2800
     assert est["gpu_sim_cycle"].value == 5000 + 1000 * 100
     # the rate's floor over the images past the largest sample, and half a wave: the last one may be part full
-    assert est["gpu_sim_cycle"].bound == pytest.approx(RATE_FLOOR * 250 * (400 - 12) + 0.5 * 1000)
+    assert est["gpu_sim_cycle"].bound == pytest.approx(RATE_FLOOR * 250 * (400 - 12) + TAIL_WAVES * 1000)
     assert est["gpu_ipc"].value == pytest.approx((3000 * 400 + 100) / 105000)
     assert "gpgpu_n_shmem_insn" not in est  # not in the samples: no estimate
 
@@ -92,8 +93,8 @@ def test_samples_must_be_three_increasing_batches_under_the_real_one():
 
 JOB = Job.make("global", {}, PROBLEM.with_batch(400), "gpgpusim", config="SM7_QV100_small")
 # _run's layer at 400 images: the rate's floor (62.5 cycles an image) over the 352 images past the largest
-# sample, and half a 1000-cycle wave
-CYCLE_BOUND = RATE_FLOOR * 62.5 * (400 - 48) + 500
+# sample, and the tail's share of a 1000-cycle wave
+CYCLE_BOUND = RATE_FLOOR * 62.5 * (400 - 48) + TAIL_WAVES * 1000
 
 
 def _run(batch: int, run_id: str, kernels=("conv2d_global",), per_image_ctas: int = 4, fill: float = 0.0) -> RunResult:
@@ -126,7 +127,7 @@ def test_every_metric_is_estimated_by_its_kind():
     assert est["gpu_sim_cycle"].value == 5000 + 1000 * 25 and est["gpu_sim_cycle"].bound == pytest.approx(CYCLE_BOUND)
     # misses: 2 an image, their rate's floor over the images past the samples (the data may outgrow the caches)
     assert est["L1D_total_cache_misses"].value == 850
-    assert est["L1D_total_cache_misses"].bound == pytest.approx(MEMORY_FLOOR * 2 * (400 - 48))
+    assert est["L1D_total_cache_misses"].bound == pytest.approx(MISS_FLOOR * 2 * (400 - 48))
     assert est["L1D_total_cache_miss_rate"].value == pytest.approx(850 / 4000)  # from the estimated counts
     assert est["gpu_ipc"].value == pytest.approx(1_200_000 / 30000)
     # occupancy averages over cycles: occupancy x cycles adds up, extrapolated and divided by the cycles
@@ -148,9 +149,11 @@ def test_several_kernels_each_get_their_wave_and_the_total_bound_adds_them_up():
         points.append((b, run.metrics))
     est = extrapolate(points, 400, {"k_a": 16, "k_b": 8})
     floor = RATE_FLOOR * 62.5 * (400 - 48)
-    assert est["k_a.gpu_sim_cycle"].bound == pytest.approx(floor + 500)
-    assert est["k_b.gpu_sim_cycle"].bound == pytest.approx(floor + 250)
-    assert est["gpu_sim_cycle"].bound == pytest.approx(2 * floor + 750) and est["gpu_sim_cycle"].value == 2 * 30000
+    # each kernel's tail is a share of its own wave: k_b's wave is half k_a's
+    assert est["k_a.gpu_sim_cycle"].bound == pytest.approx(floor + TAIL_WAVES * 1000)
+    assert est["k_b.gpu_sim_cycle"].bound == pytest.approx(floor + TAIL_WAVES * 500)
+    assert est["gpu_sim_cycle"].bound == pytest.approx(2 * floor + TAIL_WAVES * 1500)
+    assert est["gpu_sim_cycle"].value == 2 * 30000
     assert est["k_b.L1D_total_cache_miss_rate"].value == pytest.approx(850 / 4000)
 
 
@@ -311,4 +314,4 @@ def test_the_steady_rate_checks_the_slope_and_widens_the_cycle_bound_where_they_
     assert est.value == pytest.approx(30000) and est.bound == pytest.approx(CYCLE_BOUND)  # agree: the floor
     est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": 1.1 * cpi})["gpu_sim_cycle"]
     assert est.value == pytest.approx(30000)  # the value follows the samples' slope
-    assert est.bound == pytest.approx(0.1 * 62.5 * 352 + 500)  # 10 % apart over the 352 images past the samples
+    assert est.bound == pytest.approx(0.1 * 62.5 * 352 + TAIL_WAVES * 1000)  # 10 % apart over the 352 images
