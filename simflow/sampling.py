@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -75,6 +76,11 @@ TAIL_WAVES = 0.25  # and the real batch's last wave, part full or ending unevenl
 # uncertainty is at least this share of it: L1 misses, then the L2's and DRAM's. Calibrated the same way.
 MISS_FLOOR = 0.25
 L2_FLOOR = 0.4
+
+
+def _ctas_of(per_kernel: dict[str, int], kernel: str) -> int:
+    """A kernel's CTAs, or every kernel's for a run-level metric."""
+    return per_kernel.get(kernel, 0) if kernel in per_kernel else sum(per_kernel.values())
 
 
 def _footprint_floor(base: str) -> float:
@@ -124,6 +130,14 @@ def _kernel_groups(result: RunResult) -> dict[str, dict[str, float]]:
     return {k: v for k, v in groups.items() if k}
 
 
+def launch_ctas(kernel: Kernel, batch: int) -> dict[str, int]:
+    """Per kernel, the CTAs its launches make on `batch` images."""
+    made: dict[str, int] = {}
+    for launch in kernel.launches(batch):
+        made[launch.kernel] = made.get(launch.kernel, 0) + math.prod(launch.grid)
+    return made
+
+
 def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float]:
     """Per kernel, how many images fill the simulated SMs once at the real `batch`: the SMs and the CTAs
     an SM holds come from the one-image probe (the simulator's own occupancy), the CTAs an image makes
@@ -132,9 +146,7 @@ def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float
     if not sms:
         raise UserError(f"run {probe.run_id} does not say how many SMs it simulated; sample with a simulator "
                         "run made by this simflow")
-    ctas: dict[str, int] = {}
-    for launch in kernel.launches(batch):
-        ctas[launch.kernel] = ctas.get(launch.kernel, 0) + math.prod(launch.grid)
+    ctas = launch_ctas(kernel, batch)
     out = {}
     for name, metrics in _kernel_groups(probe).items():
         per_sm = metrics.get("cta_per_core")
@@ -195,12 +207,15 @@ def steady_cpi(intervals: list[dict], kernel: str, waves: float) -> float | None
 
 
 def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
-                wave_images: float | dict[str, float], steady: dict[str, float] | None = None) -> dict[str, Estimate]:
+                wave_images: float | dict[str, float], steady: dict[str, float] | None = None,
+                ctas: Callable[[int], dict[str, int]] | None = None) -> dict[str, Estimate]:
     """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
     `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
     `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
     (steady_cpi): a second measure of how fast cycles grow, and the cycle bound is the larger of the two
-    disagreements (first slope vs last, steady rate vs last slope), carried to `batch`."""
+    disagreements (first slope vs last, steady rate vs last slope), carried to `batch`.
+    `ctas`: per kernel, the CTAs a launch at a batch makes. Where a tile spans images they do not grow with
+    the images, and a count grown along the CTAs instead says how far the images' line may be off."""
     if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= batch:
         raise ValueError("three sampled batches, increasing, none above the real batch")
     (b1, m1), (b2, m2), (b3, m3) = points
@@ -237,6 +252,10 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 bound = rate * (batch - b3) + TAIL_WAVES * abs(s23) * wave_of(name)
             elif floor := _footprint_floor(base):
                 bound = max(abs(s23 - s12), floor * abs(s23)) * (batch - b3)
+            if ctas is not None:
+                c2, c3, cb = (_ctas_of(ctas(b), kernel_of(name)) for b in (b2, b3, batch))
+                if c3 > c2:  # the same count grown along the CTAs: where a tile spans images, it differs
+                    bound += abs((v3 - m2[name]) / (c3 - c2) * (cb - c3) - s23 * (batch - b3))
             out[name] = Estimate(max(v3 + s23 * (batch - b3), 0.0), bound)  # a count is never negative
         else:  # steady state: the largest sample's, bounded by its last move
             out[name] = Estimate(v3, abs(v3 - m2[name]))
@@ -285,7 +304,9 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
             cpi = steady_cpi(rows, kernel, last.problem.B / wave)
             if cpi:
                 steady[kernel] = cpi
-    estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady)
+    kernel = job.kernel()
+    estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady,
+                            lambda images: launch_ctas(kernel, images))
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
                        problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed,
                        environment=dict(last.environment), kernels=list(last.kernels),

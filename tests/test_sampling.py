@@ -315,3 +315,17 @@ def test_the_steady_rate_checks_the_slope_and_widens_the_cycle_bound_where_they_
     est = extrapolate(points, 400, {"conv2d_global": 16}, {"conv2d_global": 1.1 * cpi})["gpu_sim_cycle"]
     assert est.value == pytest.approx(30000)  # the value follows the samples' slope
     assert est.bound == pytest.approx(0.1 * 62.5 * 352 + TAIL_WAVES * 1000)  # 10 % apart over the 352 images
+
+
+def test_a_count_of_a_kernel_whose_tiles_span_images_gets_the_ctas_disagreement_as_its_bound():
+    """Where a tile spans images, the CTAs do not grow with the images (10 pixels an image, 16 to a tile): the
+    count grown along the CTAs differs from the images' line, and that difference is its bound; where every
+    image makes whole CTAs the two agree and an exact count keeps a bound of 0."""
+    tiles = {"k": lambda b: math.ceil(10 * b / 16)}
+    insn = {b: 1000.0 * tiles["k"](b) for b in (3, 7, 11, 45)}  # a CTA's instructions, whole tiles only
+    points = [(b, {"gpu_sim_insn": insn[b]}) for b in (3, 7, 11)]
+    est = extrapolate(points, 45, {"k": 2.0}, ctas=lambda b: {"k": tiles["k"](b)})["gpu_sim_insn"]
+    assert est.bound > 0 and abs(est.value - insn[45]) <= est.bound
+    whole = extrapolate([(b, {"gpu_sim_insn": 3000.0 * b}) for b in (3, 7, 11)], 45, {"k": 2.0},
+                        ctas=lambda b: {"k": 3 * b})["gpu_sim_insn"]
+    assert whole.value == 3000 * 45 and whole.bound == 0
