@@ -39,13 +39,5 @@ REAL = """name = "real"
 backends = ["gpgpusim"]
 configs = ["SM7_QV100_small"]
 problems = ["batch3x3"]
-
-[[variants]]
-name = "shared"
-tile = [8, 16]
-unroll = ["none", "both"]
-
-[[variants]]
-name = "global"
-unroll = ["none", "both"]
+variants = [{name = "shared", tile = [8, 16], unroll = ["none", "both"]}, {name = "global", unroll = ["none", "both"]}]
 """
