@@ -177,9 +177,12 @@ def test_a_sweep_killed_in_the_middle_resumes_without_losing_or_repeating(tmp_pa
     assert sorted(report["cached"]) == sorted(before)  # nothing lost, nothing run twice
     assert len(report["cached"]) + len(report["run"]) == 6 and report["failed"] == []
     with Store(tmp_path) as store:
-        runs = store.runs()
+        listed = store.runs()
+        runs = [r for r in listed if r.stored]
         keys = [(r.fingerprint, r.config_key) for r in runs]
         assert len(runs) == 6 and len(set(keys)) == 6 and all(r.status == "passed" for r in runs)
+        # the runs the kill stopped are listed too, as interrupted and not stored: nothing lost
+        assert all(r.status == "interrupted" for r in listed if not r.stored)
 
 
 def test_refused_combinations_are_skipped_with_their_line(tmp_path, monkeypatch):
