@@ -54,7 +54,7 @@ from .run_folders import keep_result, new_run_folder, write_json
 from .variants import Kernel
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 5  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 6  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
