@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import CACHE_ROTATION_BYTES, HOLD_US, GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
-from simflow.problems import get_problem  # noqa: E402
-from simflow.variants import VARIANTS  # noqa: E402
+from simflow.kernels.problems import get_problem  # noqa: E402
+from simflow.kernels.variants import VARIANTS  # noqa: E402
 
 DEFAULT_PROBLEMS = "fmnist-conv1:10000,fmnist-conv2:10000,toycnn"
 

@@ -25,7 +25,7 @@ import resource, sys, time
 sys.path.insert(0, {root!r})
 t = time.perf_counter()
 if sys.argv[2] == "parse":
-    from simflow.gpgpusim_log import parse_file
+    from simflow.sim.log import parse_file
     log = parse_file(sys.argv[1])
     n = len(log.kernels)
 else:

@@ -32,9 +32,9 @@ from native import floor, time_cudnn, unit_ceilings  # noqa: E402
 from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
-from simflow.problems import suite  # noqa: E402
-from simflow.tune import best_config  # noqa: E402
-from simflow.variants import VARIANTS  # noqa: E402
+from simflow.kernels.problems import suite  # noqa: E402
+from simflow.kernels.variants import VARIANTS  # noqa: E402
+from simflow.run.tune import best_config  # noqa: E402
 
 UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
 

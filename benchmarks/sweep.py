@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simflow.store import Store  # noqa: E402
+from simflow.results.store import Store  # noqa: E402
 
 SWEEP = """name = "bench8"
 backends = ["gpgpusim"]

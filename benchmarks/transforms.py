@@ -34,8 +34,8 @@ from native import time_cudnn  # noqa: E402
 from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
-from simflow.problems import Problem  # noqa: E402
-from simflow.variants import VARIANTS  # noqa: E402
+from simflow.kernels.problems import Problem  # noqa: E402
+from simflow.kernels.variants import VARIANTS  # noqa: E402
 
 LAYERS = {"small": dict(B=100, C=4, M=16, H=64, W=64), "wide": dict(B=16, C=64, M=64, H=64, W=64)}
 FULL_CHECK_FLOPS = 20e9

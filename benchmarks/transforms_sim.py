@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import simflow.api as sf  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
-from simflow.problems import Problem  # noqa: E402
+from simflow.kernels.problems import Problem  # noqa: E402
 
 METRICS = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "thread insn"), ("gpu_ipc", "IPC"),
            ("L1D_total_cache_misses", "L1D miss"), ("L2_total_cache_misses", "L2 miss"),

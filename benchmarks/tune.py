@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simflow.problems import get_problem  # noqa: E402
-from simflow.tune import tune  # noqa: E402
+from simflow.kernels.problems import get_problem  # noqa: E402
+from simflow.run.tune import tune  # noqa: E402
 
 
 def main() -> int:

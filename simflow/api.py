@@ -18,10 +18,10 @@ from pathlib import Path
 
 from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import UserError
-from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
-from .problems import DEFAULT_PROBLEM, Problem, get_problem
-from .results import RunResult
-from .variants import Kernel
+from .kernels.problems import DEFAULT_PROBLEM, Problem, get_problem
+from .kernels.variants import Kernel
+from .results.record import RunResult
+from .sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 
 __all__ = ["render", "run", "sim", "parse", "import_logs", "runs", "diff", "compare", "explain", "report",
            "use_stats", "use_variants", "problem_of"]
@@ -45,19 +45,19 @@ def _results(results: str | Path | None) -> Path:
 def render(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
            batch: int | None = None) -> Kernel:
     """The rendered kernel: `.source` (the CUDA both backends compile), `.launches(batch)`, `.params`."""
-    from .variants import render as render_variant
+    from .kernels.variants import render as render_variant
 
     return render_variant(variant, problem_of(problem, batch), params)
 
 
 def _job_run(variant: str, problem, params: dict | None, batch: int | None, backend: str, results, store: bool,
              **options) -> RunResult:
-    from .jobs import Job, run_job
+    from .run.jobs import Job, run_job
 
     job = Job.make(variant, dict(params or {}), problem_of(problem, batch), backend, **options)
     result = run_job(job, _results(results))
     if store and result.run_id:
-        from .store import Store
+        from .results.store import Store
 
         with Store(_results(results)) as kept:
             kept.add(result)
@@ -79,13 +79,13 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
     """Simulate a variant under GPGPU-Sim (natively, or in `docker` image), check it, as `simflow sim`.
 
     `sample` ("W1,W2,W3" waves, e.g. "1,2,3"): estimate the whole layer from three simulated batches, as
-    `simflow sim --sample` (simflow.sampling), on `workers` local processes; the estimate's record has
+    `simflow sim --sample` (simflow.sim.sampling), on `workers` local processes; the estimate's record has
     `.estimate` (spec, batches, fraction simulated, each metric's bound). Always stored."""
     if sample is not None:
-        from .jobs import Job
-        from .sampling import SampleSpec
-        from .store import Store
-        from .sweep import run_sampled
+        from .results.store import Store
+        from .run.jobs import Job
+        from .run.sweep import run_sampled
+        from .sim.sampling import SampleSpec
 
         job = Job.make(variant, dict(params or {}), problem_of(problem, batch), "gpgpusim", config=config,
                        docker_image=docker or "", engine=engine or "", timeout_s=timeout_s, seed=seed)
@@ -104,7 +104,7 @@ def parse(*logs: str | Path, aggregate: bool = False):
     (status, reason, build, notes)."""
     import pandas as pd
 
-    from .gpgpusim_log import parse_file
+    from .sim.log import parse_file
 
     if not logs:
         raise UserError("parse needs at least one log file")
@@ -129,8 +129,8 @@ def parse(*logs: str | Path, aggregate: bool = False):
 def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config: str | None = None,
                 results: str | Path | None = None) -> list[RunResult]:
     """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`."""
-    from .log_import import import_log
-    from .store import Store
+    from .results.store import Store
+    from .sim.log_import import import_log
 
     done = []
     with Store(_results(results)) as store:
@@ -142,16 +142,16 @@ def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config:
 
 
 def _stored(*filters: str, results=None) -> list:
-    from .selectors import select
-    from .store import Store
+    from .results.selectors import select
+    from .results.store import Store
 
     with Store(_results(results), read_only=True) as store:
         return select(store.runs(), filters)
 
 
 def _one(text: str, results=None):
-    from .selectors import resolve_one
-    from .store import Store
+    from .results.selectors import resolve_one
+    from .results.store import Store
 
     with Store(_results(results), read_only=True) as store:
         return resolve_one(store, text)
@@ -178,8 +178,8 @@ def runs(*filters: str, results: str | Path | None = None):
 def diff(a: str, b: str, *, metrics: list[str] | None = None, threshold: float = 0.01, force: bool = False,
          results: str | Path | None = None):
     """Two runs metric by metric (A, B, delta, ratio, % change, better direction, mark), as `simflow diff`."""
-    from .compare import comparable
-    from .compare import diff as diff_runs
+    from .analysis.compare import comparable
+    from .analysis.compare import diff as diff_runs
 
     run_a, run_b = _one(a, results), _one(b, results)
     why = comparable(run_a, run_b)
@@ -195,7 +195,7 @@ def compare(*filters: str, by: list[str] | tuple[str, ...] = ("variant",), metri
             results: str | Path | None = None) -> list:
     """Runs side by side against a baseline, as `simflow compare`: one DataFrame per like-with-like
     table (df.attrs: title, baseline, left_out)."""
-    from .compare import comparison
+    from .analysis.compare import comparison
 
     result = comparison(_stored(*filters, results=results), list(by), metrics, baseline,
                         all_statuses=all_statuses, force=force)
@@ -207,8 +207,8 @@ def compare(*filters: str, by: list[str] | tuple[str, ...] = ("variant",), metri
 def explain(a: str, b: str, *, force: bool = False, results: str | Path | None = None) -> dict:
     """Where B's cycles differ from A's, as `simflow explain --format json`: the decompositions
     (`cycles_as_instructions_over_ipc`, `issue_slots`), the evidence and notes."""
-    from .explain import as_dict
-    from .explain import explain as explain_runs
+    from .analysis.explain import as_dict
+    from .analysis.explain import explain as explain_runs
 
     return as_dict(explain_runs(_one(a, results), _one(b, results), force))
 
@@ -217,20 +217,20 @@ def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = 
            metrics: list[str] | None = None, baseline: str | None = None,
            results: str | Path | None = None) -> list[Path]:
     """index.html, report.md and the plots of the matching runs in `output`, as `simflow report`."""
-    from .report import write_report
+    from .analysis.report import write_report
 
     return write_report(_stored(*filters, results=results), Path(output), list(by), metrics, baseline)
 
 
 def use_stats(*files: str | Path) -> None:
     """Add user-defined stats (TOML files, see `simflow parse --catalogue`) for this process."""
-    from .gpgpusim_log import load_user_stats
+    from .sim.catalogue import load_user_stats
 
     load_user_stats(list(files))
 
 
 def use_variants(*folders: str | Path) -> None:
     """Add folders of your own variants (NAME.cu.j2 + NAME.toml) for this process and its workers."""
-    from .variants import use_variant_dirs
+    from .kernels.variants import use_variant_dirs
 
     use_variant_dirs([str(f) for f in folders])

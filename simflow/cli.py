@@ -15,11 +15,11 @@ from . import __version__
 from .backends import backend_names
 from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import ToolError, UserError
-from .gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
-from .gpgpusim_log import SUMMARY
-from .problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
-from .run_folders import replace_with, write_text
-from .variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
+from .kernels.problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
+from .kernels.variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
+from .results.folders import replace_with, write_text
+from .sim.catalogue import SUMMARY
+from .sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
 
@@ -77,7 +77,7 @@ def _chosen(args, backend: str, problem, config: str = "") -> tuple[str, dict]:
         if not args.variant:
             raise UserError(f"name a variant (one of: {', '.join(VARIANTS)}), or --best after 'simflow tune'")
         return args.variant, params
-    from .tune import best_config
+    from .run.tune import best_config
 
     variant, tuned = best_config(_results(args), problem, backend, config, args.precision, args.variant)
     if not args.json:
@@ -249,7 +249,7 @@ def _results(args) -> Path:
 
 def _store_result(result, args) -> None:
     """Store the run unless --no-store; a store failure loses nothing (result.json stays in the run folder)."""
-    from .store import Store, StoreError
+    from .results.store import Store, StoreError
 
     if args.no_store or not result.run_id:
         return
@@ -382,8 +382,8 @@ def cmd_sim(args) -> int:
 
 def _check_sim_target(args) -> None:
     """A mistyped config, engine or image is refused before simflow says it is simulating."""
-    from . import container
-    from .gpgpusim_config import load_config
+    from .sim import container
+    from .sim.config import load_config
 
     load_config(args.config)
     if args.docker:
@@ -393,7 +393,7 @@ def _check_sim_target(args) -> None:
 def _sim_sampled(args, variant: str, params: dict, problem: Problem) -> int:
     """simflow sim --sample: the estimate of the whole layer, each shown value with its bound."""
     from . import api
-    from .sampling import SampleSpec
+    from .sim.sampling import SampleSpec
 
     spec = SampleSpec.parse(args.sample)
     if args.no_store:
@@ -443,7 +443,7 @@ def cmd_sim_exec(args) -> int:
 
 def _store(args, read_only: bool = False):
     """The results store; commands that only read open it read-only (nothing is created)."""
-    from .store import Store
+    from .results.store import Store
 
     return Store(_results(args), read_only=read_only)
 
@@ -461,7 +461,7 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 @command("profile", _profile_args, help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
                                        "backend gpu-ncu under the simulator's stat names")
 def cmd_profile(args) -> int:
-    from .jobs import Job, run_job
+    from .run.jobs import Job, run_job
 
     problem = _problem(args)
     job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu-ncu", seed=args.seed,
@@ -490,8 +490,8 @@ def _correlate_args(p: argparse.ArgumentParser) -> None:
 @command("correlate", _correlate_args, help="simulator vs hardware counters over variants run both ways: Pearson, "
                                          "rank agreement, mean relative error")
 def cmd_correlate(args) -> int:
-    from .compare import correlate, render
-    from .selectors import select
+    from .analysis.compare import correlate, render
+    from .results.selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -512,7 +512,7 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
 def cmd_runs(args) -> int:
     from .backends import backend_class, backend_names
     from .backends.base import headline
-    from .selectors import select
+    from .results.selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -541,7 +541,7 @@ def _show_args(p: argparse.ArgumentParser) -> None:
 
 @command("show", _show_args, help="one stored run: everything it recorded")
 def cmd_show(args) -> int:
-    from .selectors import resolve_one
+    from .results.selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         run = resolve_one(store, args.run)
@@ -555,7 +555,7 @@ def cmd_show(args) -> int:
     print(f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}")
     rows = _metric_rows(run.metrics, run.units)
     if run.sampled:
-        from .compare import estimate_text
+        from .analysis.compare import estimate_text
 
         print(f"ESTIMATE from sampled simulation ({estimate_text(run)}); probe {run.estimate['probe']}, samples "
               f"{', '.join(run.estimate['runs'])}; each metric's bound is the absolute error expected")
@@ -590,8 +590,8 @@ def _diff_args(p: argparse.ArgumentParser) -> None:
 @command("diff", _diff_args, help="two runs metric by metric: delta, ratio, better/worse/same")
 def cmd_diff(args) -> int:
     from . import api
-    from .compare import comparable, regressions, render
-    from .selectors import resolve_one
+    from .analysis.compare import comparable, regressions, render
+    from .results.selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
@@ -603,7 +603,7 @@ def cmd_diff(args) -> int:
     title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
     if why:
         title += f"  [not comparable: {why}]"
-    from .compare import estimate_text
+    from .analysis.compare import estimate_text
 
     for side, run in (("A", a), ("B", b)):
         if run.sampled:
@@ -631,8 +631,8 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 
 @command("explain", _explain_args, help="why B takes more or fewer cycles than A: a ranked, number-backed account")
 def cmd_explain(args) -> int:
-    from .explain import explain, format_explanation
-    from .selectors import resolve_one
+    from .analysis.explain import explain, format_explanation
+    from .results.selectors import resolve_one
 
     with _store(args, read_only=True) as store:
         a, b = resolve_one(store, args.a), resolve_one(store, args.b)
@@ -660,8 +660,8 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
 
 @command("compare", _compare_args, help="many runs side by side, one row per group, against a baseline")
 def cmd_compare(args) -> int:
-    from .compare import comparison, render
-    from .selectors import select
+    from .analysis.compare import comparison, render
+    from .results.selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -694,7 +694,7 @@ def _import_args(p: argparse.ArgumentParser) -> None:
 
 @command("import", _import_args, help="store runs from their result.json (a run folder or the file)")
 def cmd_import(args) -> int:
-    from .results import RunResult
+    from .results.record import RunResult
 
     stored = 0
     with _store(args) as store:
@@ -733,7 +733,7 @@ def _import_log_args(p: argparse.ArgumentParser) -> None:
 
 @command("import-log", _import_log_args, help="store GPGPU-Sim logs from any application as gpgpusim runs")
 def cmd_import_log(args) -> int:
-    from .log_import import import_log, parse_labels
+    from .sim.log_import import import_log, parse_labels
 
     labels = parse_labels(args.label)
     done = []
@@ -768,8 +768,8 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
 
 @command("sweep", _sweep_args, help="run a TOML sweep (variants x params x problems x backends x configs)")
 def cmd_sweep(args) -> int:
-    from .sweep import plan, run_sweep
-    from .sweep_file import load_sweep
+    from .run.sweep import plan, run_sweep
+    from .run.sweep_file import load_sweep
 
     sweep = load_sweep(args.file)
     if sweep.sample:
@@ -810,8 +810,8 @@ def cmd_sweep(args) -> int:
 
 def _sweep_sampled(sweep, args) -> int:
     """A sweep file with `sample`: every job's layer estimated from sampled simulation."""
-    from .sampling import SampleSpec
-    from .sweep import run_sampled
+    from .run.sweep import run_sampled
+    from .sim.sampling import SampleSpec
 
     if args.dry_run:
         raise UserError("--dry-run cannot plan a sampled sweep: its sample batches come from each layer's probe run")
@@ -862,7 +862,7 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
 
 @command("tune", _tune_args, help="search variants' parameters for the fastest passing configuration of a layer")
 def cmd_tune(args) -> int:
-    from .tune import tunable_variants, tune
+    from .run.tune import tunable_variants, tune
 
     if bool(args.names) == args.all:
         raise UserError("name the variants to tune, or --all (not both)")
@@ -916,8 +916,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 @command("report", _report_args, help="an HTML + markdown report with tables and plots of stored runs")
 def cmd_report(args) -> int:
-    from .report import write_report
-    from .selectors import select
+    from .analysis.report import write_report
+    from .results.selectors import select
 
     with _store(args, read_only=True) as store:
         runs = select(store.runs(), args.filters)
@@ -959,7 +959,7 @@ def cmd_doctor(args) -> int:
 
 
 def _image_args(p: argparse.ArgumentParser) -> None:
-    from .image import DEFAULT_BASE, DEFAULT_TAG
+    from .sim.image import DEFAULT_BASE, DEFAULT_TAG
 
     p.add_argument("action", choices=["build"], help="build: the simflow image around your GPGPU-Sim build")
     p.add_argument("--simulator", metavar="DIR", help="the GPGPU-Sim build to package (default: the one simflow "
@@ -977,7 +977,7 @@ def _image_args(p: argparse.ArgumentParser) -> None:
 
 @command("image", _image_args, help="build the simflow image (CUDA 11.8, simflow) around your own GPGPU-Sim build")
 def cmd_image(args) -> int:
-    from .image import build
+    from .sim.image import build
 
     tag = build(args.simulator, tag=args.tag, engine_name=args.engine, base=args.base, network=args.network,
                 engine_options=tuple(args.engine_option))
@@ -996,7 +996,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 @command("check", _check_args, help="render, compile and run every variant on every backend present")
 def cmd_check(args) -> int:
     from .backends import RunOptions
-    from .check import run_check
+    from .run.check import run_check
 
     problem = _problem(args)
     quiet = args.json
@@ -1033,7 +1033,7 @@ def _parse_args(p: argparse.ArgumentParser) -> None:
 @command("parse", _parse_args, help="per-kernel stats from GPGPU-Sim logs (plain or .gz)")
 def cmd_parse(args) -> int:
     from . import api
-    from .gpgpusim_log import iter_catalogue
+    from .sim.catalogue import iter_catalogue
 
     if args.catalogue:
         print(_table(list(iter_catalogue())))
@@ -1100,7 +1100,7 @@ def _load_stats(files: list[str]) -> None:
     environment too, so sweep workers and containers read the same stats."""
     import os
 
-    from .gpgpusim_log import USER_STATS_ENV, load_user_stats
+    from .sim.catalogue import USER_STATS_ENV, load_user_stats
 
     known = [f for f in os.environ.get(USER_STATS_ENV, "").split(os.pathsep) if f]
     every = known + [f for f in files if f not in known]
@@ -1122,7 +1122,7 @@ def _attached(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .orphans import sigterm_as_ctrl_c
+    from .run.orphans import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
     sigterm_as_ctrl_c()

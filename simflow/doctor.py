@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from .backends import Finding, backend_class, backend_names
-from .toolkits import CUDA11_HELP, find_toolkits
+from .kernels.toolkits import CUDA11_HELP, find_toolkits
 
 
 def run_quietly(cmd: list[str], timeout: float = 20) -> tuple[int, str]:

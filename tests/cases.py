@@ -4,8 +4,8 @@ combination a renderer must handle, and a sweep of real simulator runs."""
 import itertools
 
 from simflow.errors import LimitError
-from simflow.problems import Problem
-from simflow.variants import VARIANTS
+from simflow.kernels.problems import Problem
+from simflow.kernels.variants import VARIANTS
 
 PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
 WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s

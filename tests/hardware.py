@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 from simflow.backends import backend_class
-from simflow.toolkits import find_toolkits
+from simflow.kernels.toolkits import find_toolkits
 
 _gpu = backend_class("gpu").probe()
 

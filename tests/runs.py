@@ -14,11 +14,11 @@ import numpy as np
 
 from simflow.backends import RunResult
 from simflow.backends.gpgpusim import finish, prepare
-from simflow.gpgpusim_config import load_config
-from simflow.problems import get_problem
-from simflow.reference import conv2d_reference, make_inputs
-from simflow.run_folders import new_run_folder, write_json
-from simflow.variants import render
+from simflow.kernels.problems import get_problem
+from simflow.kernels.reference import conv2d_reference, make_inputs
+from simflow.kernels.variants import render
+from simflow.results.folders import new_run_folder, write_json
+from simflow.sim.config import load_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PROBLEM = get_problem("batch3x3")

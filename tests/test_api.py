@@ -9,7 +9,7 @@ import pytest
 
 import simflow.api as sf
 from simflow.errors import UserError
-from simflow.problems import Problem
+from simflow.kernels.problems import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

@@ -6,12 +6,12 @@ import sys
 import pytest
 
 from simflow.backends import Availability, Backend, backend_class, backend_names, register
-from simflow.jobs import Job, run_job
-from simflow.metrics import default_metrics, speed_metric
-from simflow.problems import get_problem
-from simflow.store import Store
-from simflow.sweep import run_sweep
-from simflow.sweep_file import load_sweep
+from simflow.kernels.problems import get_problem
+from simflow.results.metrics import default_metrics, speed_metric
+from simflow.results.store import Store
+from simflow.run.jobs import Job, run_job
+from simflow.run.sweep import run_sweep
+from simflow.run.sweep_file import load_sweep
 
 
 @pytest.mark.parametrize("name", backend_names())
@@ -28,7 +28,7 @@ def test_every_backend_declares_its_facts_and_probes_without_raising(name):
 
 ECHO = '''
 from simflow.backends.base import Availability, Backend
-from simflow.results import RunResult
+from simflow.results.record import RunResult
 
 
 class EchoBackend(Backend):
@@ -74,7 +74,7 @@ def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
     with Store(tmp_path) as store:
         report = run_sweep(load_sweep(sweep), store, workers=1, quiet=True)
         assert len(report.stored) == 2 and not report.errors
-        from simflow.compare import comparison
+        from simflow.analysis.compare import comparison
 
         table = comparison(store.runs(), ["variant"], baseline="tile=8").tables
     echo_table = next(t for t in table if t.backend == "echo")

@@ -10,7 +10,7 @@ from conftest import ROOT, simflow
 
 from simflow.backends import backend_class
 from simflow.cli import main
-from simflow.variants import VARIANTS
+from simflow.kernels.variants import VARIANTS
 
 
 def test_variants_json(capsys):

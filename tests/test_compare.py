@@ -9,9 +9,9 @@ import pytest
 from conftest import simflow
 from runs import gpu_record, sim_record
 
-from simflow.compare import comparable, compare, diff, mark, regressions, render
+from simflow.analysis.compare import comparable, compare, diff, mark, regressions, render
 from simflow.errors import UserError
-from simflow.store import Store
+from simflow.results.store import Store
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def mixed_store(tmp_path):
 
 
 def test_compare_uses_passed_runs_one_backend_and_config_per_table(mixed_store):
-    from simflow.compare import comparison
+    from simflow.analysis.compare import comparison
 
     store, _ = mixed_store
     with pytest.raises(UserError, match="baseline 'global' matches several groups: variant=global,tile=16; "
@@ -226,7 +226,7 @@ def test_diff_marks_a_run_that_stopped_passing_as_worse(tmp_path):
 def test_compare_counts_a_newly_failing_job_as_a_regression(tmp_path):
     """The newest run of global failed where an older one passed: the old pass must not stand for it (asv's
     "newly failing"); an interrupted newest run is no failure."""
-    from simflow.compare import comparison
+    from simflow.analysis.compare import comparison
 
     first, shared = sim_record(tmp_path, "global"), sim_record(tmp_path, "shared")
     crashed = _variant_of(first, status="crashed", reason="the simulator died", metrics={})

@@ -7,9 +7,9 @@ from cases import ALL, PROBLEM, problem_for
 from hardware import MODERN_NVCC
 
 from simflow.errors import ToolError
-from simflow.problems import Problem, get_problem
-from simflow.toolkits import compile_kernel, parse_ptxas_log
-from simflow.variants import render
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.toolkits import compile_kernel, parse_ptxas_log
+from simflow.kernels.variants import render
 
 pytestmark = [pytest.mark.nvcc]
 

@@ -8,8 +8,9 @@ import sys
 
 from fakes import fake_build
 
-from simflow import image, resources
-from simflow.simulator import simulator_at
+from simflow import resources
+from simflow.sim import image
+from simflow.sim.simulator import simulator_at
 
 DOCKERFILE = resources.docker_dir() / "Dockerfile"
 
@@ -57,8 +58,8 @@ def test_the_context_holds_simflow_and_the_builds_runtime_files_only(tmp_path):
 
 
 def test_podman_without_catatonit_is_refused_with_how_to_get_it(tmp_path, monkeypatch):
-    from simflow import container
     from simflow.errors import UserError
+    from simflow.sim import container
 
     fake = tmp_path / "bin" / "podman"
     fake.parent.mkdir()
@@ -84,7 +85,7 @@ def test_podman_without_catatonit_is_refused_with_how_to_get_it(tmp_path, monkey
 
 
 def test_engine_options_reach_the_run_command(tmp_path, monkeypatch):
-    from simflow import container
+    from simflow.sim import container
 
     monkeypatch.setenv("SIMFLOW_ENGINE_OPTIONS", "--ulimit nofile=1024:1024 --memory '8g'")
     cmd = container.run_command("podman", "img", tmp_path, "n", tmp_path)

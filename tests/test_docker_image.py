@@ -20,7 +20,7 @@ import pytest
 from conftest import sigint_default, simflow
 from hardware import ENGINE, NEEDS
 
-from simflow.store import Store
+from simflow.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = os.environ.get("SIMFLOW_TEST_IMAGE", "simflow-gpgpusim:test")

@@ -9,10 +9,10 @@ import pytest
 from conftest import simflow
 from runs import PROBLEM, gpu_record, sim_record
 
+from simflow.analysis.explain import explain, format_explanation, totals
 from simflow.errors import UserError
-from simflow.explain import explain, format_explanation, totals
-from simflow.problems import get_problem
-from simflow.store import Store, StoredRun
+from simflow.kernels.problems import get_problem
+from simflow.results.store import Store, StoredRun
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from conftest import simflow
 from runs import sim_record
 
-from simflow.store import Store
+from simflow.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG = ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz"

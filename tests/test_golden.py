@@ -11,7 +11,7 @@ import pytest
 from conftest import simflow
 from runs import sim_record
 
-from simflow.store import Store
+from simflow.results.store import Store
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -18,7 +18,6 @@ import pytest
 from conftest import sigint_default, simflow
 from hardware import UPSTREAM_ROOT
 
-from simflow import container, orphans
 from simflow.backends import RunOptions
 from simflow.backends.gpgpusim import (
     GpgpusimBackend,
@@ -28,14 +27,16 @@ from simflow.backends.gpgpusim import (
     prepare,
 )
 from simflow.errors import UserError
-from simflow.gpgpusim_config import load_config
-from simflow.problems import get_problem
-from simflow.reference import conv2d_reference, make_inputs
-from simflow.run_folders import new_run_folder, write_json
-from simflow.standalone import cuda11_toolkit
-from simflow.store import Store
-from simflow.toolkits import cuda_install_path
-from simflow.variants import render
+from simflow.kernels.problems import get_problem
+from simflow.kernels.reference import conv2d_reference, make_inputs
+from simflow.kernels.toolkits import cuda_install_path
+from simflow.kernels.variants import render
+from simflow.results.folders import new_run_folder, write_json
+from simflow.results.store import Store
+from simflow.run import orphans
+from simflow.sim import container
+from simflow.sim.config import load_config
+from simflow.sim.standalone import cuda11_toolkit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from simflow.errors import UserError
-from simflow.gpgpusim_config import (
+from simflow.sim.config import (
     INSTRUMENTATION,
     config_names,
     instrument,

@@ -10,16 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simflow.gpgpusim_log import (
-    CATALOGUE,
-    STATS,
-    iter_catalogue,
-    parse_aerialvision,
-    parse_file,
-    parse_text,
-    stat_of,
-)
-from simflow.metrics import better
+from simflow.results.metrics import better
+from simflow.sim.aerialvision import parse_aerialvision
+from simflow.sim.catalogue import CATALOGUE, STATS, iter_catalogue, stat_of
+from simflow.sim.log import parse_file, parse_text
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]

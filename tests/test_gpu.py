@@ -6,8 +6,8 @@ import pytest
 
 from simflow.backends import RunOptions
 from simflow.errors import LimitError
-from simflow.problems import Problem, get_problem
-from simflow.variants import VARIANTS
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.variants import VARIANTS
 
 pytestmark = [pytest.mark.gpu]
 
@@ -114,7 +114,7 @@ def test_runs_are_stored_and_diffed(gpu, tmp_path, capsys):
     import json
 
     from simflow.cli import main
-    from simflow.store import Store
+    from simflow.results.store import Store
 
     results = str(tmp_path)
     for variant in ("global", "shared"):
@@ -140,8 +140,8 @@ def test_profile_stores_counters_under_the_simulators_names(gpu, tmp_path):
     """simflow profile under the real ncu: one launch of each kernel, aligned and raw counters."""
     import shutil
 
-    from simflow.jobs import Job
-    from simflow.ncu import profile
+    from simflow.backends.ncu import profile
+    from simflow.run.jobs import Job
 
     if not shutil.which("ncu") and not __import__("os").path.exists("/usr/local/cuda/bin/ncu"):
         pytest.skip("no ncu on this machine")
@@ -251,7 +251,7 @@ def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
     import numpy as np
     import pycuda.driver as drv
 
-    from simflow.reference import TOLERANCE, make_inputs
+    from simflow.kernels.reference import TOLERANCE, make_inputs
 
     x, w = make_inputs(problem, 3)
     device = {"x": drv.to_device(x), "w": drv.to_device(w)}
@@ -274,7 +274,7 @@ def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
 
 
 def _suite_transform_cases():
-    from simflow.problems import suite
+    from simflow.kernels.problems import suite
 
     for problem in [*suite("resnet50"), *suite("vgg16")]:
         for variant, params in (("winograd", {}), ("fft", {})):  # at the suite's batch

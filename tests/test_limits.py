@@ -1,7 +1,7 @@
 import pytest
 
 from simflow.errors import LimitError
-from simflow.limits import (
+from simflow.kernels.limits import (
     KNOWN_DEVICES,
     check_constant_memory,
     check_grid,

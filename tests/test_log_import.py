@@ -11,9 +11,10 @@ import pytest
 from conftest import simflow
 
 from simflow.errors import UserError
-from simflow.gpgpusim_log import aggregate, parse_file
-from simflow.log_import import config_identity, import_log, parse_labels
-from simflow.store import Store
+from simflow.results.store import Store
+from simflow.sim.catalogue import aggregate
+from simflow.sim.log import parse_file
+from simflow.sim.log_import import config_identity, import_log, parse_labels
 
 DATA = Path(__file__).parent / "data"
 SAXPY = DATA / "accelsim-fork_qv100_saxpy-scale-x3.log.gz"  # a user's program: 2 kernels, 3 launches each

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from runs import sim_record
 
-from simflow import ncu
-from simflow.backends import RunResult
-from simflow.compare import comparable, correlate, diff
+from simflow.analysis.compare import comparable, correlate, diff
+from simflow.backends import RunResult, ncu
 from simflow.errors import UserError
-from simflow.problems import get_problem
-from simflow.store import Store
-from simflow.variants import render
+from simflow.kernels.problems import get_problem
+from simflow.kernels.variants import render
+from simflow.results.store import Store
 
 DATA = Path(__file__).parent / "data"
 PROBLEM = get_problem("batch3x3")
@@ -94,8 +93,8 @@ def test_command_line():
 
 def test_a_strided_layer_is_profiled_at_its_stride(tmp_path, monkeypatch):
     """The profiled run is the job's own layer: its shape reaches `simflow run` whole, the stride included."""
-    from simflow.jobs import Job
-    from simflow.problems import parse_shape
+    from simflow.kernels.problems import parse_shape
+    from simflow.run.jobs import Job
 
     fake = tmp_path / "ncu"
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\nexit 1\n')
@@ -132,7 +131,7 @@ def test_simulator_and_hardware_side_by_side(tmp_path):
 
 def test_report_shows_the_correlation(tmp_path):
     pytest.importorskip("matplotlib")
-    from simflow.report import write_report
+    from simflow.analysis.report import write_report
 
     with Store(tmp_path) as store:
         for variant in ("global", "shared"):

@@ -1,7 +1,7 @@
 import pytest
 
 from simflow.errors import UserError
-from simflow.problems import PRESETS, Problem, get_problem, parse_shape
+from simflow.kernels.problems import PRESETS, Problem, get_problem, parse_shape
 
 
 def test_presets_from_the_notes():

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from simflow.problems import Problem
-from simflow.reference import check_output, conv2d_reference, make_inputs, sample_reference
+from simflow.kernels.problems import Problem
+from simflow.kernels.reference import check_output, conv2d_reference, make_inputs, sample_reference
 
 
 def naive(x, w, pad):
@@ -83,7 +83,7 @@ def test_a_sampled_check_only_when_asked():
 
 
 def test_relu_pool_reference_and_check():
-    from simflow.reference import output_shape, relu_pool
+    from simflow.kernels.reference import output_shape, relu_pool
 
     y = np.array([[[[1.0, -2.0, 3.0], [4.0, -5.0, 6.0], [7.0, 8.0, 9.0]]]])
     assert relu_pool(y).tolist() == [[[[4.0]]]]  # odd last row and column dropped
@@ -124,7 +124,7 @@ def _round_inputs(a: np.ndarray, precision: str) -> np.ndarray:
 def case(request):
     """A problem, its inputs, its float64 reference and scale, and per precision a right output as a
     kernel of that precision would write it (inputs rounded, then float32)."""
-    from simflow.reference import reference_and_scale
+    from simflow.kernels.reference import reference_and_scale
 
     p = FAULT_SHAPES[request.param]
     x, w = make_inputs(p, seed=11)
@@ -135,7 +135,7 @@ def case(request):
 
 
 def _fault(kind: str, y: np.ndarray, ref: np.ndarray, scale: np.ndarray, precision: str) -> np.ndarray:
-    from simflow.reference import TOLERANCE
+    from simflow.kernels.reference import TOLERANCE
 
     y = y.copy()
     tol = TOLERANCE[precision]
@@ -158,7 +158,7 @@ def _fault(kind: str, y: np.ndarray, ref: np.ndarray, scale: np.ndarray, precisi
 @pytest.mark.parametrize("precision", ["float32", "tf32", "float16"])
 @pytest.mark.parametrize("kind", ["zeroed element", "zeroed row", "NaN", "off-by-one shift"])
 def test_injected_faults_are_caught(case, precision, kind):
-    from simflow.reference import judge
+    from simflow.kernels.reference import judge
 
     p, _x, _w, ref, scale, right = case
     ok = judge(right[precision], ref, scale, precision)
@@ -172,7 +172,7 @@ def test_injected_faults_are_caught(case, precision, kind):
 
 def test_a_norm_would_have_missed_what_the_elementwise_check_catches(case):
     """The old criterion, one relative-error norm (fp16: <= 1e-2), passes a zeroed element of a large output."""
-    from simflow.reference import judge
+    from simflow.kernels.reference import judge
 
     p, _x, _w, ref, scale, right = case
     y = _fault("zeroed element", right["float16"], ref, scale, "float16")

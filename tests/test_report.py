@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from runs import gpu_record, sim_record
 
+from simflow.analysis.report import write_report
 from simflow.errors import UserError
-from simflow.report import write_report
-from simflow.store import Store
+from simflow.results.store import Store
 
 PNG = b"\x89PNG\r\n\x1a\n"
 DATA = Path(__file__).parent / "data"

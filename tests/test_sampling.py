@@ -1,4 +1,4 @@
-"""simflow.sampling: the linear estimate from three sampled batches and its bound, sampled records in the
+"""simflow.sim.sampling: the linear estimate from three sampled batches and its bound, sampled records in the
 store and in diff/compare/explain; with the simulator, an estimate against the whole simulation (the wider
 validation is benchmarks/sampling.py)."""
 
@@ -11,14 +11,17 @@ import pytest
 from conftest import simflow
 from runs import PROBLEM
 
-from simflow.compare import comparison
-from simflow.compare import diff as diff_runs
+from simflow.analysis.compare import comparison
+from simflow.analysis.compare import diff as diff_runs
+from simflow.analysis.explain import as_dict, explain
 from simflow.errors import UserError
-from simflow.explain import as_dict, explain
-from simflow.jobs import Job
-from simflow.problems import Problem
-from simflow.results import RunResult
-from simflow.sampling import (
+from simflow.kernels.problems import Problem
+from simflow.kernels.variants import render
+from simflow.results.record import RunResult
+from simflow.results.store import Store, StoredRun
+from simflow.run.jobs import Job
+from simflow.run.sweep_file import load_sweep
+from simflow.sim.sampling import (
     MISS_FLOOR,
     RATE_FLOOR,
     TAIL_WAVES,
@@ -29,9 +32,6 @@ from simflow.sampling import (
     steady_cpi,
     wave_images,
 )
-from simflow.store import Store, StoredRun
-from simflow.sweep_file import load_sweep
-from simflow.variants import render
 
 
 def _metrics(batch: int, wave_cycles: float = 1000.0, fill: float = 0.0) -> dict:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import simflow
 
-from simflow.compare import comparable, comparison, diff
-from simflow.explain import explain, format_explanation, kernel_view, totals
-from simflow.gpgpusim_log import parse_file, parse_text
-from simflow.log_import import import_log
-from simflow.store import Store
+from simflow.analysis.compare import comparable, comparison, diff
+from simflow.analysis.explain import explain, format_explanation, kernel_view, totals
+from simflow.results.store import Store
+from simflow.sim.log import parse_file, parse_text
+from simflow.sim.log_import import import_log
 
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -7,9 +7,9 @@ import subprocess
 import pytest
 from fakes import fake_build
 
-from simflow import simulator
 from simflow.errors import UserError
-from simflow.simulator import candidates, find_simulator, missing_libraries, read_config, simulator_at
+from simflow.sim import simulator
+from simflow.sim.simulator import candidates, find_simulator, missing_libraries, read_config, simulator_at
 
 
 @pytest.fixture

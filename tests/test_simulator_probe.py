@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import simflow
 
-from simflow import simulator_probe
-from simflow.gpgpusim_log import parse_file, parse_text
-from simflow.simulator_probe import WMMA_FORMS, Capabilities, ProbeRun, wmma_refusal
+from simflow.sim import probe as simulator_probe
+from simflow.sim.log import parse_file, parse_text
+from simflow.sim.probe import WMMA_FORMS, Capabilities, ProbeRun, wmma_refusal
 
 DATA = Path(__file__).parent / "data"
 FORK_SHARED = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
@@ -48,7 +48,7 @@ def test_the_bank_probe_reads_each_builds_counter_and_occupancy(tmp_path):
 def _fake_sim(tmp_path):
     from test_simulator import fake_build
 
-    from simflow.simulator import simulator_at
+    from simflow.sim.simulator import simulator_at
 
     root = tmp_path / "sim"
     return simulator_at(root if root.exists() else fake_build(root))

@@ -15,7 +15,7 @@ import pytest
 from cases import REAL  # 6 simulator runs on batch3x3
 from slurm_cluster import one_node_cluster
 
-from simflow.store import Store
+from simflow.results.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 

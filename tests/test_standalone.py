@@ -6,10 +6,10 @@ import pytest
 from hardware import CUDA11, MODERN_NVCC
 
 from simflow.errors import UserError
-from simflow.problems import get_problem
-from simflow.standalone import build_program, cuda11_toolkit, render_program
-from simflow.toolkits import Toolkit
-from simflow.variants import VARIANTS, render
+from simflow.kernels.problems import get_problem
+from simflow.kernels.toolkits import Toolkit
+from simflow.kernels.variants import VARIANTS, render
+from simflow.sim.standalone import build_program, cuda11_toolkit, render_program
 
 PROBLEM = get_problem("batch3x3")
 WMMA_PROBLEM = get_problem(None, shape="2,1,16,16,16,3,1")  # batch3x3 with 16 output channels
@@ -63,7 +63,7 @@ def test_program_builds_for_the_simulator(variant, tmp_path):
 
 
 def test_newer_toolkits_are_refused_for_the_simulator(monkeypatch):
-    from simflow import standalone
+    from simflow.sim import standalone
 
     fake = (Toolkit(nvcc=MODERN_NVCC.nvcc if MODERN_NVCC else __import__("pathlib").Path("/x/nvcc"),
                     version=(13, 0)),)

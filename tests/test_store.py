@@ -9,10 +9,10 @@ import sqlite3
 import pytest
 from runs import gpu_record, sim_record
 
-from simflow import store as store_module
 from simflow.errors import UserError
-from simflow.selectors import resolve_one, select
-from simflow.store import Store, StoreError
+from simflow.results import store as store_module
+from simflow.results.selectors import resolve_one, select
+from simflow.results.store import Store, StoreError
 
 
 def test_a_sim_run_round_trips(tmp_path):
@@ -175,11 +175,11 @@ def test_result_json_reads_back_to_the_same_record(tmp_path):
 
 def _running_folder(tmp_path, owner: str):
     """A run folder as `simflow sim` leaves it from its start: the running record, a partly written log."""
-    from simflow import orphans
-    from simflow.problems import get_problem
-    from simflow.results import RunResult
-    from simflow.run_folders import keep_result, new_run_folder
-    from simflow.variants import get_variant
+    from simflow.kernels.problems import get_problem
+    from simflow.kernels.variants import get_variant
+    from simflow.results.folders import keep_result, new_run_folder
+    from simflow.results.record import RunResult
+    from simflow.run import orphans
 
     kernel = get_variant("global").render(get_problem("batch3x3"), {})
     run_id, folder = new_run_folder("global", tmp_path)
@@ -197,7 +197,7 @@ def test_a_run_whose_process_was_killed_is_listed_as_interrupted_and_importable(
     import platform
     import subprocess
 
-    from simflow import orphans
+    from simflow.run import orphans
 
     dead = subprocess.Popen(["true"])
     gone = orphans.owner(dead.pid)

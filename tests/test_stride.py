@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from simflow.errors import LimitError, UserError
-from simflow.problems import Problem, get_problem
-from simflow.reference import check_output, conv2d_reference, make_inputs, sample_reference
-from simflow.store import shape_key
-from simflow.variants import VARIANTS, render
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.reference import check_output, conv2d_reference, make_inputs, sample_reference
+from simflow.kernels.variants import VARIANTS, render
+from simflow.results.store import shape_key
 
 
 def test_the_output_size_and_the_shape_text():
@@ -70,7 +70,7 @@ def test_the_shared_tile_holds_what_a_strided_block_reads():
 def test_suites_as_presets():
     from conftest import simflow
 
-    from simflow.problems import SUITES, suite
+    from simflow.kernels.problems import SUITES, suite
 
     resnet = suite("resnet50")
     assert len(resnet) == 23 and len({p.shape_text for p in resnet}) == 23 and all(p.B == 32 for p in resnet)

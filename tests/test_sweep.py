@@ -14,9 +14,9 @@ from cases import REAL
 from runs import sim_record
 
 from simflow.errors import UserError
-from simflow.store import Store
-from simflow.sweep import plan, run_sweep
-from simflow.sweep_file import load_sweep
+from simflow.results.store import Store
+from simflow.run.sweep import plan, run_sweep
+from simflow.run.sweep_file import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

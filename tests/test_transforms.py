@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from simflow.errors import LimitError
-from simflow.families import FftVariant, WinogradVariant, winograd_matrices
-from simflow.problems import Problem, get_problem
-from simflow.reference import TOLERANCE, conv2d_reference, make_inputs
-from simflow.variants import render
+from simflow.kernels.families import FftVariant, WinogradVariant, winograd_matrices
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.reference import TOLERANCE, conv2d_reference, make_inputs
+from simflow.kernels.variants import render
 
 
 def _matmul(a, b):

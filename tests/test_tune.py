@@ -7,8 +7,8 @@ import pytest
 from conftest import simflow
 
 from simflow.errors import UserError
-from simflow.problems import get_problem
-from simflow.tune import Trial, TuneResult, _optuna, best_config, record_best, space, tunable_variants
+from simflow.kernels.problems import get_problem
+from simflow.run.tune import Trial, TuneResult, _optuna, best_config, record_best, space, tunable_variants
 
 PROBLEM = get_problem("batch3x3")
 

@@ -7,8 +7,9 @@ import pytest
 from conftest import simflow
 
 from simflow.errors import UserError
-from simflow.gpgpusim_log import USER_STATS, iter_catalogue, load_user_stats, parse_file, stat_of
-from simflow.metrics import better
+from simflow.results.metrics import better
+from simflow.sim.catalogue import USER_STATS, iter_catalogue, load_user_stats, stat_of
+from simflow.sim.log import parse_file
 
 DATA = Path(__file__).parent / "data"
 TWO = DATA / "gpgpusim-dev_qv100_global-then-shared.log.gz"

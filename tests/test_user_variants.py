@@ -11,8 +11,8 @@ import pytest
 from conftest import simflow
 
 from simflow.errors import UserError
-from simflow.problems import Problem, get_problem
-from simflow.variants import load_variants, variant_dirs
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.variants import load_variants, variant_dirs
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "variants"
 ENV = {"SIMFLOW_VARIANTS": str(EXAMPLE)}
@@ -40,7 +40,7 @@ def test_the_example_declares_its_launches():
 def test_the_reference_checks_a_user_variant_like_the_builtins():
     """The numpy path the simulator's finish step uses: the example's outputs, computed from its own
     launch geometry in numpy, are judged elementwise like every variant's."""
-    from simflow.reference import check_output, conv2d_reference, make_inputs
+    from simflow.kernels.reference import check_output, conv2d_reference, make_inputs
 
     problem = get_problem("batch3x3")
     x, w = make_inputs(problem, 0)

@@ -4,9 +4,9 @@ import pytest
 from cases import ALL, NHWC_PROBLEM, PROBLEM, WMMA_PROBLEM, problem_for
 
 from simflow.errors import LimitError, UserError
-from simflow.limits import KNOWN_DEVICES, check_threads
-from simflow.problems import Problem, get_problem
-from simflow.variants import VARIANTS, parse_param_args, render, template_environment
+from simflow.kernels.limits import KNOWN_DEVICES, check_threads
+from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.variants import VARIANTS, parse_param_args, render, template_environment
 
 
 def test_every_combination_renders_deterministically():

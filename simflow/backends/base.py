@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..results import STATUSES, RunResult, utc_timestamp
-from ..variants import Kernel
+from ..kernels.variants import Kernel
+from ..results.record import STATUSES, RunResult, utc_timestamp
 
 __all__ = ["STATUSES", "Availability", "Backend", "Finding", "RunOptions", "RunResult", "utc_timestamp"]
 

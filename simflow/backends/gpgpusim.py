@@ -27,18 +27,23 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__, container, orphans, simulator_probe
+from .. import __version__
 from ..errors import LimitError, ToolError, UserError
-from ..gpgpusim_config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S, SimConfig, config_key, load_config, write_run_config
-from ..gpgpusim_log import AERIALVISION_GLOB, SimLog, aggregate, parse_aerialvision, parse_file, stat_of
-from ..limits import KNOWN_DEVICES, check_launches
-from ..problems import Problem
-from ..reference import Tolerance, check_output, make_inputs, output_shape
-from ..run_folders import keep_result, new_run_folder, replace_with, write_csv, write_json
-from ..simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
-from ..standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
-from ..toolkits import CUDA11_HELP, cuda_install_path
-from ..variants import Kernel
+from ..kernels.limits import KNOWN_DEVICES, check_launches
+from ..kernels.problems import Problem
+from ..kernels.reference import Tolerance, check_output, make_inputs, output_shape
+from ..kernels.toolkits import CUDA11_HELP, cuda_install_path
+from ..kernels.variants import Kernel
+from ..results.folders import keep_result, new_run_folder, replace_with, write_csv, write_json
+from ..run import orphans
+from ..sim import container
+from ..sim import probe as simulator_probe
+from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
+from ..sim.catalogue import aggregate, stat_of
+from ..sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S, SimConfig, config_key, load_config, write_run_config
+from ..sim.log import SimLog, parse_file
+from ..sim.simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
+from ..sim.standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
 from .base import Availability, Backend, Finding, RunOptions, RunResult, utc_timestamp
 
 CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
@@ -46,7 +51,7 @@ WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the time
 BUILD_ALLOWANCE_S = 900  # the longest a run's build and first probes take before its simulation starts
 SIMULATED_DEVICE = KNOWN_DEVICES["sm_70"]  # what SM7_QV100 models
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
-INTERVALS = "intervals.csv"  # per-interval IPC, occupancy and L1D hit rate (simflow.gpgpusim_log.SimLog.intervals)
+INTERVALS = "intervals.csv"  # per-interval IPC, occupancy and L1D hit rate (simflow.sim.log.SimLog.intervals)
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
 
 
@@ -337,7 +342,7 @@ class GpgpusimBackend(Backend):
 
     @classmethod
     def probe(cls) -> Availability:
-        """Says every missing part at once: the simulator (see simflow.simulator) and a CUDA 11.x toolkit."""
+        """Says every missing part at once: the simulator (see simflow.sim.simulator) and a CUDA 11.x toolkit."""
         missing, how = [], []
         try:
             sim = find_simulator()
@@ -433,9 +438,9 @@ class GpgpusimBackend(Backend):
 
 def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
     """Where simflow looked for GPGPU-Sim (which build it uses, why it passed over the others), and what each
-    build present can do, from its probes (simflow.simulator_probe; cached per build)."""
-    from ..simulator import candidates
-    from ..simulator_probe import WMMA_FORMS, probe
+    build present can do, from its probes (simflow.sim.probe; cached per build)."""
+    from ..sim.probe import WMMA_FORMS, probe
+    from ..sim.simulator import candidates
 
     avail = GpgpusimBackend.probe()
     found = [Finding("GPGPU-Sim", avail.available, avail.detail, avail.how_to_get)]
@@ -477,8 +482,8 @@ def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list
 
 def engine_findings() -> list[Finding]:
     """Each container engine on PATH: whether its engine answers, and (podman) whether it can run --init."""
-    from ..container import ENGINES, init_problem
     from ..doctor import run_quietly
+    from ..sim.container import ENGINES, init_problem
 
     found = []
     for name in ENGINES:

@@ -12,10 +12,10 @@ import time
 import numpy as np
 
 from ..errors import LimitError, UserError
-from ..limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
-from ..reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
+from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
+from ..kernels.reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
+from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
-from ..variant_types import Kernel, Launch, template_environment
 from .base import Availability, Backend, Finding, RunOptions, RunResult
 
 try:

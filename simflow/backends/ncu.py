@@ -1,15 +1,232 @@
-"""The `gpu-ncu` backend: a job's GPU path run once under Nsight Compute (simflow.ncu does the work).
+"""The `gpu-ncu` backend: hardware counters from Nsight Compute (`ncu`) for the GPU path, under the simulator's names.
 
-Its runs carry hardware counters under the simulator's stat names, so `diff` and `correlate` set
-them beside GPGPU-Sim's; as a backend, sweeps can make them too.
+`profile` runs `simflow run` (one checked launch sequence) under ncu with the counters that
+match GPGPU-Sim's stats, parses ncu's CSV and returns a run of backend `gpu-ncu`. Each counter
+is stored twice: raw (`ncu:<metric>`) and under the simulator's name (`ALIGNED`), in the
+hardware's own basis; `ALIGNED` also says how a simulator value is brought to that basis
+(thread vs warp instructions, what each side counts), so diffs and correlations state it.
+
+As a backend, sweeps can make these runs too; `simflow profile` is its short form.
 """
 
 from __future__ import annotations
 
+import csv
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..variants import Kernel
+from ..errors import UserError
+from ..kernels.variants import Kernel, show_value
+from ..results.folders import keep_result, new_run_folder
+from ..run.jobs import Job
 from .base import Availability, Backend, Finding, RunOptions, RunResult
+
+NCU_OPTIONS = ("--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none")
+NCU_HELP = ("Nsight Compute's ncu comes with the CUDA toolkit (/usr/local/cuda/bin/ncu) or as the "
+            "nsight-compute package; put it on PATH or set SIMFLOW_NCU to its path")
+COUNTER_HELP = ("the driver does not let this user read GPU performance counters (ERR_NVGPUCTRPERM): run as root, "
+                "or load the nvidia module with NVreg_RestrictProfilingToAdminUsers=0 "
+                "(developer.nvidia.com/ERR_NVGPUCTRPERM)")
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """A simulator stat and the hardware counter(s) that measure the same thing."""
+
+    name: str  # the simulator's stat name
+    counters: tuple[str, ...]  # summed (or divided, see `ratio`)
+    unit: str
+    normalisation: str  # what differs between the two, and how the simulator's value is scaled
+    sim_scale: float = 1.0  # simulator value x sim_scale = the hardware's basis
+    ratio: bool = False  # counters[0] / counters[1] instead of a sum
+
+
+ALIGNED: tuple[Aligned, ...] = (
+    Aligned("gpu_sim_cycle", ("sm__cycles_elapsed.max",), "cycles",
+            "core cycles of the kernel; the H200 (132 SMs, 1.98 GHz) and the modelled Volta (80 SMs, 1.13 GHz) "
+            "differ, so compare ranks, not values"),
+    Aligned("gpu_sim_insn", ("sm__sass_thread_inst_executed.sum",), "thread insn",
+            "thread instructions; the simulator executes PTX, the GPU SASS for sm_90"),
+    Aligned("gpgpu_n_tot_w_icount", ("smsp__inst_executed.sum",), "warp insn",
+            "warp instructions (PTX in the simulator, SASS on the GPU)"),
+    Aligned("gpu_ipc", ("sm__sass_thread_inst_executed.sum", "sm__cycles_elapsed.max"), "thread insn/cycle",
+            "thread instructions per cycle over the whole GPU (the simulator's gpu_ipc), not per SM; "
+            "ncu's per-SM warp IPC is ncu:sm__inst_executed.avg.per_cycle_active", ratio=True),
+    Aligned("gpu_occupancy", ("sm__warps_active.avg.pct_of_peak_sustained_active",), "%",
+            "active warps over the maximum, averaged over active cycles (the accel-sim fork prints -nan)"),
+    Aligned("gpu_tot_issued_cta", ("launch__grid_size",), "CTAs", "thread blocks launched"),
+    Aligned("regs", ("launch__registers_per_thread",), "regs/thread",
+            "registers per thread: ptxas for sm_90 on the GPU, the PTX-level count in the simulator"),
+    Aligned("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]",
+            ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",), "sectors",
+            "global loads at L1: 32-byte sectors on the GPU, the simulator's L1D read accesses"),
+    Aligned("Total_core_cache_stats_breakdown[GLOBAL_ACC_R][MISS]",
+            ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum",), "sectors",
+            "global load misses at L1 (sectors on the GPU; line misses in the simulator)"),
+    Aligned("gpgpu_n_load_insn", ("smsp__inst_executed_op_global_ld.sum",), "warp insn",
+            "global load instructions: warp level on the GPU; the simulator counts threads, its value / 32",
+            sim_scale=1 / 32),
+    Aligned("gpgpu_n_store_insn", ("smsp__inst_executed_op_global_st.sum",), "warp insn",
+            "global store instructions: warp level on the GPU; the simulator counts threads, its value / 32",
+            sim_scale=1 / 32),
+    Aligned("gpgpu_n_shmem_insn", ("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
+            "warp insn", "shared-memory instructions: warp level on the GPU; the simulator counts threads, "
+            "its value / 32", sim_scale=1 / 32),
+    Aligned("gpgpu_n_shmem_bkconflict", ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                                         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), "conflicts",
+            "shared-memory bank conflicts (extra wavefronts on the GPU)"),
+    Aligned("L2_total_cache_accesses", ("lts__t_sectors_srcunit_tex_op_read.sum",), "sectors",
+            "L2 read sectors from L1 on the GPU; the simulator counts every L2 access, writes too"),
+    Aligned("total dram reads", ("dram__sectors_read.sum",), "sectors",
+            "DRAM reads: 32-byte sectors on the GPU, read requests in the simulator (50 MB of H200 L2 vs 6 MB)"),
+    Aligned("total dram writes", ("dram__sectors_write.sum",), "sectors",
+            "DRAM writes: 32-byte sectors on the GPU, write requests in the simulator"),
+)
+ALIGNED_BY_NAME = {a.name: a for a in ALIGNED}
+EXTRA_COUNTERS = ("gpu__time_duration.sum", "sm__inst_executed.avg.per_cycle_active",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "lts__t_sector_op_read_hit_rate.pct",
+                  "sm__cycles_active.avg")
+COUNTERS = tuple(dict.fromkeys([c for a in ALIGNED for c in a.counters] + list(EXTRA_COUNTERS)))
+
+
+NCU_DEFAULT = "/usr/local/cuda/bin/ncu"
+
+
+def find_ncu() -> Path:
+    for candidate in (os.environ.get("SIMFLOW_NCU"), shutil.which("ncu"), NCU_DEFAULT):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise UserError(f"ncu not found (looked at SIMFLOW_NCU, PATH, /usr/local/cuda/bin/ncu); {NCU_HELP}")
+
+
+_NUMBER = re.compile(r"^-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?$")
+
+
+def _number(text: str) -> float:
+    text = text.strip()
+    if _NUMBER.match(text):
+        return float(text.replace(",", ""))
+    return math.nan
+
+
+@dataclass
+class NcuTable:
+    kernels: list[dict[str, str]]  # one row per profiled launch: column -> text
+    units: dict[str, str]
+
+
+def parse_csv(text: str) -> NcuTable:
+    """ncu --csv --page raw --print-units base output: program lines before the header, a units row,
+    one row per profiled kernel launch, numbers with thousands separators."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID","Process ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header (a line starting with \"ID\",\"Process ID\")")
+    rows = list(csv.reader(lines[start:]))
+    header = rows[0]
+    if "Kernel Name" not in header:
+        raise ValueError("the ncu CSV header has no 'Kernel Name' column")
+    body = rows[1:]
+    units: dict[str, str] = {}
+    if body and not body[0][0].strip():  # the units row (--print-units base)
+        units = {h: u for h, u in zip(header, body[0], strict=False) if u}
+        body = body[1:]
+    kernels = [dict(zip(header, row, strict=True)) for row in body if len(row) == len(header)]
+    if not kernels:
+        raise ValueError("the ncu CSV has a header but no kernel rows")
+    return NcuTable(kernels, units)
+
+
+def aligned_values(row: dict[str, str]) -> dict[str, float]:
+    out = {}
+    for a in ALIGNED:
+        values = [_number(row.get(c, "")) for c in a.counters]
+        if a.ratio:
+            out[a.name] = values[0] / values[1] if values[1] else math.nan
+        else:
+            out[a.name] = sum(values)
+    return out
+
+
+def ncu_command(ncu: Path, kernels: list[str], target: list[str]) -> list[str]:
+    names = "|".join(re.escape(k) for k in kernels)
+    return [str(ncu), *NCU_OPTIONS, "--metrics", ",".join(COUNTERS), "--kernel-name", f"regex:^({names})$",
+            "--launch-count", str(len(kernels)), *target]
+
+
+def read_output(result: RunResult, raw: str, returncode: int, log_path: Path, child: dict | None = None) -> None:
+    """Fill a gpu-ncu result from ncu's output: counters, status and reason. `child` is the profiled
+    run's own result.json (its status: a run that failed its check makes this one fail too)."""
+    if "ERR_NVGPUCTRPERM" in raw:
+        raise UserError(f"{COUNTER_HELP}; ncu output kept in {log_path}")
+    try:
+        table = parse_csv(raw)
+    except ValueError as exc:
+        said = [line for line in raw.splitlines() if line.startswith(("==ERROR==", "simflow: error"))]
+        result.status = "crashed"
+        result.reason = (f"ncu (exit {returncode}) gave no usable CSV: {exc}; {' / '.join(said[-2:])}; "
+                         f"raw output kept in {log_path}")
+        return
+    several = len(table.kernels) > 1
+    for row in table.kernels:
+        name = row.get("Kernel Name", "")
+        prefix = RunResult.kernel_prefix(name, several)
+        for key, value in aligned_values(row).items():
+            result.add(prefix + key, value, ALIGNED_BY_NAME[key].unit)
+        for counter in COUNTERS:
+            result.add(f"{prefix}ncu:{counter}", _number(row.get(counter, "")), table.units.get(counter, ""))
+        result.environment.setdefault("gpu", row.get("device__attribute_display_name") or row.get("Device Name", ""))
+    seen = {row.get("Kernel Name") for row in table.kernels}
+    missing = [k for k in result.kernels if k not in seen]
+    if missing or returncode != 0:
+        result.status = "crashed"
+        result.reason = (f"ncu exit {returncode}; kernels not profiled: {', '.join(missing) or 'none'}; "
+                         f"output kept in {log_path}")
+    status = (child or {}).get("status", "passed")
+    if status != "passed" and result.status == "passed":
+        result.status = status
+        result.reason = f"the profiled run did not pass: {(child or {}).get('reason', '')} (see {log_path})"
+
+
+def profile(job: Job, results: Path) -> RunResult:
+    """Run the job's GPU path once under ncu; a run of backend gpu-ncu (its files in a run folder)."""
+    ncu = find_ncu()
+    kernel = job.kernel()
+    run_id, folder = new_run_folder(job.variant, results)
+    (folder / "kernel.cu").write_text(kernel.source)
+    problem = job.problem
+    target = [sys.executable, "-m", "simflow", "run", job.variant,
+              *[f"--param={k}={show_value(v)}" for k, v in job.params],
+              "--shape", problem.shape_text,  # the stride too: a strided layer is profiled as it is
+              "--warmup", "0", "--repeats", "1", "--seed", str(job.seed), "--no-store",
+              "--results", str(folder / "target"), "--json"]
+    cmd = ncu_command(ncu, kernel.kernel_names, target)
+    (folder / "ncu.cmd").write_text(" ".join(cmd) + "\n")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=job.timeout_s)
+    raw = proc.stdout + proc.stderr
+    (folder / "ncu.log").write_text(raw)
+    result = RunResult(status="passed", backend="gpu-ncu", variant=job.variant, params=dict(job.params),
+                       problem=problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names, run_id=run_id,
+                       seed=job.seed, environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
+    result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
+                        "log": str(folder / "ncu.log")}
+    kept = sorted((folder / "target" / "runs").glob("*/result.json"))  # the profiled run's own record
+    child = None
+    if kept:
+        try:
+            child = json.loads(kept[-1].read_text())
+        except (OSError, ValueError):
+            child = {"status": "crashed", "reason": f"its result.json ({kept[-1]}) is unreadable"}
+    read_output(result, raw, proc.returncode, folder / "ncu.log", child)
+    keep_result(result, folder)
+    return result
 
 
 class NcuBackend(Backend):
@@ -29,8 +246,6 @@ class NcuBackend(Backend):
 
     @classmethod
     def probe(cls) -> Availability:
-        from ..errors import UserError
-        from ..ncu import find_ncu
         from . import backend_class
 
         gpu = backend_class("gpu").probe()
@@ -46,8 +261,6 @@ class NcuBackend(Backend):
         return cls(job, results)
 
     def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        from ..ncu import profile
-
         if self.job is None:
             raise ValueError("NcuBackend runs jobs: make it with from_job")
         return profile(self.job, self.results)  # keeps its own run folder (ncu.cmd, ncu.log, result.json)

@@ -1,0 +1,1 @@
+"""Reading results: diff and compare, explain, correlation, reports."""

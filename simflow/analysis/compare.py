@@ -1,0 +1,482 @@
+"""Comparison tables over stored runs: `diff` (two runs, metric by metric) and `compare` (many runs,
+one row per group, against a baseline). Both are pandas DataFrames; `render` writes them as a
+terminal table, markdown, CSV, JSON or HTML."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..results.metrics import better, default_metrics, speed_metric, stand_in
+from ..results.selectors import matches, parse_selector
+from ..results.store import StoredRun, shape_key
+
+FORMATS = ("table", "markdown", "csv", "json", "html")
+DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
+# Bookkeeping, not performance: left out of a diff unless asked for by name.
+NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_rate_insn", "gpgpu_simulation_time",
+                "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown",
+                "sim_wall_s", "job_wall_s"}
+
+
+SIM_VS_HARDWARE = {"gpgpusim", "gpu-ncu"}
+
+
+def comparable(a: StoredRun, b: StoredRun) -> str:
+    """'' when a diff of the two means something, else why not. A simulator run and a hardware-counter
+    run of the same problem compare on the counters both have (normalised, see simflow.backends.ncu)."""
+    if {a.backend, b.backend} == SIM_VS_HARDWARE:
+        if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
+            return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
+        return ""
+    if a.backend != b.backend:
+        return f"backend differs ({a.backend} vs {b.backend})"
+    if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
+        return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
+    if a.config_key != b.config_key:
+        return f"simulator config differs ({a.config} vs {b.config}{_option_changes(a, b)})"
+    if a.config_hash and b.config_hash and a.config_hash != b.config_hash:
+        return (f"the simulator read different config files (hash {a.config_hash} vs {b.config_hash}): "
+                "another simulator install or version")
+    return ""
+
+
+def _option_changes(a: StoredRun, b: StoredRun) -> str:
+    """': -option A -> B, ...' from the two runs' logs (the options the simulator printed), when both are kept."""
+    from ..sim.log_import import config_changes
+
+    logs = [run.artifacts.get("log", "") for run in (a, b)]
+    if not all(logs) or not all(Path(log).is_file() for log in logs):
+        return ""
+    changes = config_changes(*logs)
+    return f": {changes}" if changes else ""
+
+
+def estimate_text(run: StoredRun) -> str:
+    """How a sampled run's metrics were estimated, in one phrase (see simflow.sim.sampling)."""
+    est = run.estimate
+    cycles, bound = _num(run.metrics.get("gpu_sim_cycle")), run.bound("gpu_sim_cycle")
+    rel = f"; cycles +/-{100 * bound / cycles:.2g} %" if cycles and not math.isnan(bound) else ""
+    return (f"{est['spec']}: batches {','.join(map(str, est['batches']))} of {run.problem.B}, "
+            f"{100 * est['fraction']:.3g} % of the images simulated{rel}")
+
+
+def _bound_pct(run: StoredRun, name: str, value: float) -> float:
+    bound = run.bound(name)
+    return 100 * bound / abs(value) if value and not math.isnan(value) and not math.isnan(bound) else math.nan
+
+
+def _num(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def mark(name: str, a: float, b: float, threshold: float) -> str:
+    if math.isnan(a) or math.isnan(b):
+        return "n/a"
+    if a == b or (a != 0 and abs(b - a) / abs(a) <= threshold):
+        return "same"
+    direction = better(name)
+    if not direction:
+        return "changed"
+    return "better" if (b < a) == (direction == "lower") else "worse"
+
+
+def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold: float = DEFAULT_THRESHOLD):
+    """One row per metric: A, B, delta, ratio B/A, % change and a mark by the metric's better direction."""
+    import pandas as pd
+
+    if {a.backend, b.backend} == SIM_VS_HARDWARE:
+        return _diff_sim_hardware(a, b, metrics)
+    status = _diff_row("status", "", math.nan, math.nan, "passed", _status_mark(a.status, b.status))
+    status.update(A=a.status, B=b.status)
+    if metrics:
+        names = [stand_in(m, (a, b)) for m in metrics]
+        missing = [m for m in names if m not in a.metrics and m not in b.metrics]
+        if missing:
+            have = sorted(set(a.metrics) | set(b.metrics))
+            raise UserError(f"no metric {', '.join(missing)} in either run; they have: {', '.join(have)}")
+    else:
+        names = [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] not in NOT_COMPARED]
+    rows = [status]
+    sampled = a.sampled or b.sampled
+    for name in names:
+        va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
+        row = _diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
+                        mark(name, va, vb, threshold))
+        if sampled:  # an estimate's value comes with its bound; a change inside the bounds is not shown as real
+            row.update({"A_bound_%": _bound_pct(a, name, va), "B_bound_%": _bound_pct(b, name, vb)})
+            bounds = sum(x.bound(name) for x in (a, b) if not math.isnan(x.bound(name)))
+            if row["mark"] in ("better", "worse") and abs(vb - va) <= bounds:
+                row["mark"] = "within bound"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, *(["A_bound_%", "B_bound_%"] if sampled else [])])
+
+
+def _status_mark(a: str, b: str) -> str:
+    """A run that stopped passing is a regression; one that started passing is fixed."""
+    if a == b:
+        return "same"
+    if a == "passed":
+        return "worse"
+    return "better" if b == "passed" else "changed"
+
+
+DIFF_COLUMNS = ["metric", "unit", "A", "B", "delta", "ratio", "change_%", "better", "mark"]
+
+
+def _diff_row(name: str, unit: str, va: float, vb: float, direction: str, judged: str) -> dict:
+    ratio = vb / va if va and not math.isnan(va) else math.nan
+    return {"metric": name, "unit": unit, "A": va, "B": vb, "delta": vb - va, "ratio": ratio,
+            "change_%": (ratio - 1) * 100 if not math.isnan(ratio) else math.nan, "better": direction,
+            "mark": judged}
+
+
+def normalised(run: StoredRun, name: str) -> float:
+    """A run's value of an aligned metric in the hardware's basis (simulator values scaled)."""
+    from ..backends.ncu import ALIGNED_BY_NAME
+
+    value = _num(run.metrics.get(name))
+    if run.backend == "gpgpusim" and name.split(".", 1)[-1] in ALIGNED_BY_NAME:
+        value *= ALIGNED_BY_NAME[name.split(".", 1)[-1]].sim_scale
+    return value
+
+
+def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None):
+    """Simulator vs hardware counters: the aligned metrics, normalised, each with what differs."""
+    import pandas as pd
+
+    from ..backends.ncu import ALIGNED_BY_NAME
+
+    names = metrics or [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] in ALIGNED_BY_NAME]
+    rows = []
+    for name in names:
+        info = ALIGNED_BY_NAME.get(name.split(".", 1)[-1])
+        row = _diff_row(name, info.unit if info else "", normalised(a, name), normalised(b, name), "-", "")
+        rows.append({**row, "normalisation": info.normalisation if info else ""})
+    return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, "normalisation"])
+
+
+def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
+    """Simulator vs hardware over variants run both ways (same variant, parameters and problem):
+    per aligned metric, Pearson r, Spearman rank correlation, the share of variant pairs ordered the
+    same way, and the mean relative error of the normalised simulator values. Returns (table, pairs)."""
+    import numpy as np
+    import pandas as pd
+
+    from ..backends.ncu import ALIGNED, ALIGNED_BY_NAME
+
+    def key(r: StoredRun):
+        return r.variant, json.dumps(r.params, sort_keys=True), json.dumps(r.problem.as_dict() | {"name": ""})
+
+    newest: dict[tuple, dict[str, StoredRun]] = {}
+    for run in runs:
+        if run.backend in SIM_VS_HARDWARE and run.status == "passed":
+            newest.setdefault(key(run), {})[run.backend] = run
+    pairs = {k: v for k, v in newest.items() if len(v) == 2}
+    if len(pairs) < 2:
+        raise UserError(f"correlate needs at least 2 variants run both under the simulator (simflow sim) and with "
+                        f"counters (simflow profile) on the same problem; found {len(pairs)}")
+    names = metrics or [a.name for a in ALIGNED]
+    rows, points = [], []
+    for name in names:
+        info = ALIGNED_BY_NAME.get(name)
+        sim, hw, labels = [], [], []
+        for both in pairs.values():
+            s, h = normalised(both["gpgpusim"], name), normalised(both["gpu-ncu"], name)
+            if not (math.isnan(s) or math.isnan(h)):
+                sim.append(s)
+                hw.append(h)
+                labels.append(both["gpgpusim"].label(["variant", *both["gpgpusim"].params]) + " "
+                              + both["gpgpusim"].problem.name)
+        n = len(sim)
+        row = {"metric": name, "n": n, "pearson": math.nan, "spearman": math.nan, "same_order_%": math.nan,
+               "mean_rel_error_%": math.nan, "normalisation": info.normalisation if info else ""}
+        if n >= 2:
+            s, h = np.array(sim), np.array(hw)
+            if s.std() > 0 and h.std() > 0:
+                row["pearson"] = float(np.corrcoef(s, h)[0, 1])
+                rs, rh = pd.Series(s).rank().to_numpy(), pd.Series(h).rank().to_numpy()
+                if rs.std() > 0 and rh.std() > 0:
+                    row["spearman"] = float(np.corrcoef(rs, rh)[0, 1])
+            concordant = total = 0
+            for i in range(n):
+                for j in range(i + 1, n):
+                    if s[i] != s[j] and h[i] != h[j]:
+                        total += 1
+                        concordant += (s[i] < s[j]) == (h[i] < h[j])
+            row["same_order_%"] = 100 * concordant / total if total else math.nan
+            nonzero = h != 0
+            if nonzero.any():
+                row["mean_rel_error_%"] = float(100 * np.mean(np.abs(s[nonzero] - h[nonzero]) / np.abs(h[nonzero])))
+        rows.append(row)
+        points += [{"metric": name, "group": g, "simulator": a, "hardware": b} for g, a, b in zip(labels, sim, hw,
+                                                                                                     strict=True)]
+    return pd.DataFrame(rows), pd.DataFrame(points)
+
+
+# Keys a group label can use besides a variant's parameters.
+GROUP_KEYS = ("variant", "backend", "config", "problem", "batch", "runner", "status", "seed")
+
+
+@dataclass
+class Table:
+    """One comparison table: runs of one backend, config and problem unless `by` or --force says otherwise."""
+
+    title: str
+    frame: object  # pandas DataFrame: group, run, status, metrics, each over the baseline, speedup
+    baseline: str
+    identity: dict[str, str]  # group label -> variant + every parameter + problem shape (pairs tables)
+    backend: str
+    baseline_found: bool = True  # False: the asked-for baseline is not in this table, its first group serves
+
+
+@dataclass
+class Comparison:
+    tables: list[Table]
+    left_out: str  # one line: what was not shown, and why ('' when nothing)
+    newly_failing: list[str] = field(default_factory=list)  # jobs whose newest run failed after a pass
+
+    def regressions(self, threshold: float) -> list[str]:
+        return [f"newly failing: {text}" for text in self.newly_failing] + [
+            f"{t.title}: {r}" if len(self.tables) > 1 else r for t in self.tables
+            for r in regressions(t.frame, threshold)]
+
+
+def _identity(run: StoredRun) -> str:
+    return json.dumps([run.variant, run.params, json.loads(shape_key(run.problem))], sort_keys=True, default=str)
+
+
+def _check_names(runs: list[StoredRun], by: list[str], metrics: list[str] | None) -> None:
+    params = sorted({k for r in runs for k in r.params})
+    unknown = [k for k in by if k not in GROUP_KEYS and k not in params]
+    if unknown:
+        raise UserError(f"unknown --by key {', '.join(unknown)}; valid keys: {', '.join([*GROUP_KEYS, *params])}")
+    if metrics:
+        have = sorted({m for r in runs for m in r.metrics})
+        missing = [m for m in metrics if m not in have]
+        if missing:
+            raise UserError(f"no metric {', '.join(missing)} in the selected runs; they have: {', '.join(have)}")
+
+
+def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None,
+               *, all_statuses: bool = False, force: bool = False) -> Comparison:
+    """Like with like: passed runs only (unless all_statuses); one table per backend (mixing them needs
+    force), per simulator config (unless `by` has config) and per problem (unless `by` has problem or
+    batch); in a table, one row per group, the group told apart on every parameter that varies (the
+    newest run of each), and each metric over the baseline's. A table without the baseline group is
+    compared with its first group (its title says so); a baseline in no table is an error."""
+    if not runs:
+        raise UserError("no stored run matches; 'simflow runs' lists what is stored")
+    _check_names(runs, by, metrics)
+    left: list[str] = []
+    failing = [] if all_statuses else newly_failing(runs)
+    stale = {id(r) for r in runs if _same_run(r) in {_same_run(f) for f in failing}}
+    shown = runs if all_statuses else [r for r in runs if r.status == "passed" and id(r) not in stale]
+    counts = Counter(r.status for r in runs if r.status != "passed")
+    if counts and not all_statuses:
+        left.append(f"{counts.total()} run(s) that did not pass ("
+                    + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda c: (-c[1], c[0])))
+                    + "; --all-statuses shows them)")
+    if not shown:
+        raise UserError("no passed run matches: " + "; ".join(left + [_failing_note(failing)] if failing else left))
+
+    def split_key(run: StoredRun) -> tuple:
+        return (("" if force else run.backend), ("" if force or "config" in by else run.config_key),
+                ("" if force or {"problem", "batch"} & set(by) else shape_key(run.problem)))
+
+    splits: dict[tuple, list[StoredRun]] = {}
+    for run in shown:
+        splits.setdefault(split_key(run), []).append(run)
+    tables, older = [], 0
+    for part in splits.values():
+        table, dropped = _table(part, by, metrics, baseline)
+        tables.append(table)
+        older += dropped
+    if baseline is not None and not any(t.baseline_found for t in tables):
+        labels = [label for t in tables for label in t.identity]
+        raise UserError(f"baseline {baseline!r} is not one of the groups: {'; '.join(labels)}")
+    if older:
+        left.append(f"{older} older run(s) of groups shown with their newest run")
+    if failing:
+        left.append(_failing_note(failing))
+    return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing])
+
+
+def _same_run(run: StoredRun) -> tuple:
+    """What makes two runs the same job run again: kernel variant and parameters, shape, backend, config."""
+    return run.variant, json.dumps(run.params, sort_keys=True, default=str), shape_key(run.problem), run.backend, \
+        run.config_key
+
+
+def newly_failing(runs: list[StoredRun]) -> list[StoredRun]:
+    """The newest run of each job that failed where an older run of it passed (asv's "newly failing"): a
+    comparison of passed runs alone would show the old pass and hide the failure. A run the user stopped
+    (interrupted) or one still running is no failure."""
+    newest: dict[tuple, StoredRun] = {}
+    passed_before: set[tuple] = set()
+    for run in sorted(runs, key=lambda r: r.created):
+        if run.status in ("interrupted", "running"):
+            continue
+        key = _same_run(run)
+        if key in newest and newest[key].status == "passed":
+            passed_before.add(key)
+        newest[key] = run
+    return [run for key, run in newest.items() if key in passed_before and run.status != "passed"]
+
+
+def _failing_note(failing: list[StoredRun]) -> str:
+    return ("newly failing (the newest run failed where an older one passed; a regression): "
+            + "; ".join(_failing_text(r) for r in failing))
+
+
+def _failing_text(run: StoredRun) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(run.params.items()))
+    return f"{run.variant}[{params}] on {run.problem.name}: run {run.id} {run.status}"
+
+
+def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, baseline: str | None):
+    import pandas as pd
+
+    def varies(key: str) -> bool:  # a parameter varies when one variant's runs differ in it
+        if key in GROUP_KEYS:
+            return len({r.value(key) for r in runs}) > 1
+        return any(len({r.value(key) for r in runs if r.variant == v and key in r.params}) > 1
+                   for v in {r.variant for r in runs})
+
+    candidates = ["variant", *sorted({k for r in runs for k in r.params}), "problem", "batch", "backend", "config"]
+    keys = list(by) + [k for k in candidates if k not in by and varies(k)]
+    groups: dict[str, StoredRun] = {}
+    for run in sorted(runs, key=lambda r: r.created):  # the newest of a group wins
+        groups[run.label(keys)] = run
+    backends = sorted({r.backend for r in groups.values()})
+    names = metrics or [m for b in backends for m in default_metrics(b)
+                        if any(m in r.metrics for r in groups.values())]
+    names = list(dict.fromkeys(stand_in(m, groups.values()) for m in names))
+    labels = list(groups)
+    try:
+        base, found = _baseline(groups, baseline), True
+    except _NoBaseline:
+        base, found = labels[0], False
+    ref = groups[base]
+    rows = []
+    for label, run in groups.items():
+        row = {"group": label, "run": run.id, "status": run.status}
+        if any(r.sampled for r in groups.values()):  # an estimate says so, with its cycle bound
+            row["estimated"] = estimate_text(run) if run.sampled else "simulated whole"
+        for m in names:
+            value, ref_value = _num(run.metrics.get(m)), _num(ref.metrics.get(m))
+            row[m] = value
+            row[f"{m} /base"] = value / ref_value if ref_value and not math.isnan(ref_value) else math.nan
+        speed = speed_metric(run.backend)
+        if speed and speed in run.metrics and speed in ref.metrics and run.metrics[speed]:
+            row["speedup"] = ref.metrics[speed] / run.metrics[speed]
+        rows.append(row)
+    first = next(iter(groups.values()))
+    where = [backends[0] if len(backends) == 1 else "mixed backends"]
+    if "problem" not in keys and "batch" not in keys:
+        where.append(f"on {first.problem.describe()}")
+    if first.config and "config" not in keys:
+        where.append(f"config {first.config}")
+    title = " ".join(where[:2]) + (f", {where[2]}" if len(where) > 2 else "")
+    return Table(title, pd.DataFrame(rows), base, {k: _identity(r) for k, r in groups.items()},
+                 backends[0] if len(backends) == 1 else "", found or baseline is None), len(runs) - len(groups)
+
+
+class _NoBaseline(UserError):
+    pass
+
+
+def _baseline(groups: dict[str, StoredRun], baseline: str | None) -> str:
+    """The group named by `baseline`: a whole label, a selector its run matches (tile=16,variant=global),
+    or a VALUE one of its label's parts has. Several matches are an error; none raises _NoBaseline."""
+    labels = list(groups)
+    if baseline is None:
+        return labels[0]
+    if baseline in groups:
+        return baseline
+    if "=" in baseline:
+        selector = parse_selector(baseline)
+        found = [label for label, run in groups.items() if matches(run, selector)]
+    else:
+        found = [label for label in labels if any(part.split("=", 1)[-1] == baseline for part in label.split(","))]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UserError(f"baseline {baseline!r} matches several groups: {'; '.join(found)}; name one "
+                        "(e.g. --baseline with more KEY=VALUE)")
+    raise _NoBaseline(f"baseline {baseline!r} is not one of the groups: {'; '.join(labels)}")
+
+
+def compare(runs: list[StoredRun], by: list[str], metrics: list[str] | None = None, baseline: str | None = None,
+            **options):
+    """The one table of a comparison, as (frame, baseline label); several tables are an error."""
+    result = comparison(runs, by, metrics, baseline, **options)
+    if len(result.tables) != 1:
+        raise UserError(f"the runs make {len(result.tables)} tables: " + "; ".join(t.title for t in result.tables))
+    return result.tables[0].frame, result.tables[0].baseline
+
+
+def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
+    """Rows of a diff marked worse (a status that stopped passing first), or groups of a compare slower
+    than the baseline."""
+    if "mark" in frame:
+        return [f"{r.metric}: {r.A:g} -> {r.B:g}" if isinstance(r.A, float) else f"{r.metric}: {r.A} -> {r.B}"
+                for r in frame.itertuples() if r.mark == "worse"]
+    if "speedup" in frame:
+        return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
+                if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]
+    return []
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def render(frame, fmt: str, title: str = "") -> str:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "json":
+        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                   for row in frame.to_dict(orient="records")]
+        return json.dumps({"title": title, "rows": records}, indent=2)
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    header = [str(c) for c in frame.columns]
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| " + " | ".join("---:" if frame[c].dtype.kind in "fi" else "---" for c in frame.columns) + " |")
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return "\n".join(lines) + "\n"
+    if fmt == "html":
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td class="{_css(h, c)}">{html.escape(c)}</td>'
+                                        for h, c in zip(header, row, strict=True)) + "</tr>" for row in cells)
+        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+        return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    lines = [title] if title else []
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines += ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True))
+              for row in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _css(column: str, value: str) -> str:
+    return value if column == "mark" else ("num" if _numeric(value) else "")

@@ -1,0 +1,393 @@
+"""`simflow explain A B`: where the cycle difference between two runs of one problem comes from.
+
+Everything is computed from the runs' stats; nothing is written per variant. The account is an
+exact decomposition of B's cycles minus A's (simulator names; a `gpu-ncu` pair carries them too):
+
+    cycles    = L + E              L: launch latency (the config's, once per kernel launch)
+    E         = I / IPC            I: thread instructions, IPC over the execution cycles E
+    IPC       = t * w_per_slot * k t: threads per warp instruction, k: issue slots per cycle
+    slots / w = 1 + sum_c lost_c   lost_c: slots lost to stall cause c per warp instruction
+
+Each factor is changed from A's value to B's in that order and the cycles it moves are its effect,
+so the effects add up to B - A exactly. Counts, rates and occupancy follow as evidence, each line
+with its numbers. A run with several kernels is explained on its totals, or one kernel against another
+(`kernel_view`): two kernels of one run, or the same kernel of two runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from ..errors import UserError
+from ..results.store import StoredRun
+from ..sim.catalogue import aggregate, stat_of
+from .compare import comparable, estimate_text, render
+
+CAUSES = {  # issue-slot category -> what a lost slot means
+    "issue_slots[W0_Scoreboard]": "waiting on a register not yet written (RAW dependence, mostly a load)",
+    "issue_slots[W0_Idle]": "no valid instruction (warps done, at a barrier, or fetching)",
+    "issue_slots[Stall]": "ready, but the pipeline or functional unit was busy",
+}
+INSTRUCTIONS = (  # (metric, what)
+    ("gpgpu_n_tot_w_icount", "warp instructions"),
+    ("gpgpu_n_shmem_insn", "shared-memory instructions (thread level)"),
+    ("gpgpu_n_load_insn", "global load instructions (thread level)"),
+    ("gpgpu_n_store_insn", "global store instructions (thread level)"),
+    ("gpgpu_n_param_mem_insn", "kernel-parameter loads (thread level)"),
+    ("issue_slots[issued_partial]", "warp instructions with fewer than 32 threads active"),
+)
+MEMORY = (
+    ("gpgpu_n_shmem_bkconflict", "shared-memory bank conflicts"),
+    ("gpgpu_stall_shd_mem[s_mem][bk_conf]", "memory-pipeline stall cycles: shared-memory bank conflicts"),
+    ("gpgpu_stall_shd_mem[gl_mem][coal_stall]", "memory-pipeline stall cycles: global coalescing"),
+    ("gpgpu_stall_shd_mem[gl_mem][resource_stall]", "memory-pipeline stall cycles: global memory resources"),
+    ("gpgpu_stall_shd_mem[gl_mem][data_port_stall]", "memory-pipeline stall cycles: L1D data port"),
+    ("gpu_reg_bank_conflict_stalls", "register bank conflict stalls"),
+    ("L1D_total_cache_accesses", "L1D accesses"),
+    ("L1D_total_cache_misses", "L1D misses"),
+    ("L1D_total_cache_reservation_fails", "L1D accesses refused for lack of resources"),
+    ("L2_total_cache_accesses", "L2 accesses"),
+    ("L2_total_cache_misses", "L2 misses"),
+    ("L2_cache_stats_breakdown[GLOBAL_ACC_R][MISS]", "L2 read misses (each a DRAM read)"),
+    ("L2_cache_stats_breakdown[GLOBAL_ACC_W][MISS]", "L2 write misses (allocated in L2, no DRAM read)"),
+    ("total dram reads", "DRAM reads"),
+    ("total dram writes", "DRAM writes"),
+    ("averagemflatency", "average memory fetch latency, cycles (whole process)"),
+)
+KERNEL_LEVEL = {"theoretical_occupancy"}  # per-kernel metrics the backend adds beside the simulator's stats
+
+
+@dataclass
+class Line:
+    section: str  # "cycles", "IPC", "memory", "occupancy"
+    what: str
+    a: float
+    b: float
+    unit: str = ""
+    effect: float = math.nan  # cycles of B - A this line accounts for (nan: evidence, not a term)
+    detail: str = ""  # the numbers behind it, in words
+
+    @property
+    def change(self) -> float:
+        return (self.b / self.a - 1) * 100 if self.a and not math.isnan(self.a) else math.nan
+
+
+@dataclass
+class Explanation:
+    a: StoredRun
+    b: StoredRun
+    cycles: tuple[float, float]
+    lines: list[Line] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    launch_latency: tuple[float, float] = (0.0, 0.0)
+    kernels: tuple[str, str] = ("", "")  # the kernel of each run explained, when not the runs' totals
+
+    @property
+    def delta(self) -> float:
+        return self.cycles[1] - self.cycles[0]
+
+    def terms(self, section: str) -> list[Line]:
+        """One decomposition's terms (they add up to B - A), largest effect first."""
+        terms = [line for line in self.lines if line.section == section and not math.isnan(line.effect)]
+        return sorted(terms, key=lambda line: -abs(line.effect))
+
+    def ranked(self) -> list[Line]:
+        """The finest decomposition there is: issue slots on the simulator, instructions and IPC otherwise."""
+        return self.terms("slots") or self.terms("cycles")
+
+    def evidence(self, section: str) -> list[Line]:
+        lines = [line for line in self.lines if line.section == section and math.isnan(line.effect)]
+        return sorted(lines, key=lambda line: -abs(_log_ratio(line.a, line.b)))
+
+
+def _log_ratio(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b) or a == b:
+        return 0.0
+    if a <= 0 or b <= 0:
+        return math.inf
+    return math.log(b / a)
+
+
+def totals(run: StoredRun) -> dict[str, float]:
+    """A run's stats over all its kernels (simflow.sim.catalogue.aggregate of the `<kernel>.` ones, or the
+    unprefixed ones of a one-kernel run), and its run-level metrics."""
+    by_kernel: dict[str, dict[str, float]] = {}
+    single: dict[str, float] = {}
+    out: dict[str, float] = {}
+    for name, value in run.metrics.items():
+        prefix, _, base = name.rpartition(".")
+        if stat_of(base) is None and base not in KERNEL_LEVEL:
+            out[name] = float(value)
+        elif prefix:
+            by_kernel.setdefault(prefix, {})[base] = float(value)
+        else:
+            single[name] = float(value)
+    out["kernel_launches"] = float(len(by_kernel) or 1)
+    # kernels run one after another: the SMs with work at once are the largest kernel's, not the sum's
+    ctas = [k.get("gpu_tot_issued_cta", math.nan) for k in by_kernel.values()] or [single.get("gpu_tot_issued_cta",
+                                                                                            math.nan)]
+    out["largest_kernel_ctas"] = max(ctas)
+    return {**(aggregate(list(by_kernel.values())) if by_kernel else single), **out}
+
+
+def kernels_of(run: StoredRun) -> list[str]:
+    return list(run.kernels) or sorted({name.rpartition(".")[0] for name in run.metrics if "." in name})
+
+
+def kernel_view(run: StoredRun, kernel: str) -> StoredRun:
+    """One kernel of a run as a run of its own: that kernel's stats unprefixed, beside the run-level facts of
+    the simulated GPU (launch latency, SMs), so it can be explained against any other kernel."""
+    names = kernels_of(run)
+    if kernel not in names:
+        raise UserError(f"run {run.id} has no kernel {kernel!r}; its kernels: {', '.join(names) or 'none'}")
+    if len(names) == 1:
+        return replace(run, kernels=[kernel])
+    prefix = kernel + "."
+    metrics = {name.removeprefix(prefix): value for name, value in run.metrics.items()
+               if name.startswith(prefix) or ("." not in name and (stat_of(name) is None and name not in KERNEL_LEVEL))}
+    environment = {key.removeprefix(prefix): value for key, value in run.environment.items()
+                   if key.startswith(prefix) or "." not in key}
+    units = {name.removeprefix(prefix): unit for name, unit in run.units.items()
+             if name.removeprefix(prefix) in metrics}
+    return replace(run, metrics=metrics, environment=environment, units=units, kernels=[kernel])
+
+
+def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str, str] | None = None) -> Explanation:
+    """B against A; `kernels` names one kernel of each to explain instead of the runs' totals."""
+    if kernels is not None:
+        a, b = kernel_view(a, kernels[0]), kernel_view(b, kernels[1])
+    why = comparable(a, b)
+    if kernels is not None and a.id == b.id:
+        why = ""  # two kernels of one process: the same problem, config and build by construction
+    if why and not force:
+        raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force explains them anyway")
+    if a.backend != b.backend or a.backend not in ("gpgpusim", "gpu-ncu"):
+        raise UserError(f"explain needs two simulator runs or two gpu-ncu runs (simflow profile); got {a.backend} "
+                        f"and {b.backend}: a plain GPU run has times, not the counters that explain them")
+    ta, tb = totals(a), totals(b)
+    missing = [n for n in ("gpu_sim_cycle", "gpu_sim_insn") if math.isnan(ta.get(n, math.nan))
+               or math.isnan(tb.get(n, math.nan))]
+    if missing:
+        raise UserError(f"runs {a.id} ({a.status}) and {b.id} ({b.status}) do not both have {', '.join(missing)}; "
+                        "explain needs complete runs")
+    out = Explanation(a, b, (ta["gpu_sim_cycle"], tb["gpu_sim_cycle"]), kernels=kernels or ("", ""))
+    if why:
+        out.notes.append(f"not comparable: {why} (explained anyway: --force)")
+    for run in (a, b):
+        if run.status != "passed":
+            out.notes.append(f"run {run.id} did not pass ({run.status}: {run.reason})")
+        if run.sampled:
+            out.notes.append(f"run {run.id} is an ESTIMATE from sampled simulation ({estimate_text(run)}): a "
+                             "term smaller than its bound is within the estimate's error")
+    if "upstream" in {a.environment.get("simulator_flavour"), b.environment.get("simulator_flavour")}:
+        out.notes.append("upstream GPGPU-Sim prints gpgpu_n_shmem_bkconflict = 0; the memory-pipeline stall cycles "
+                         "for bank conflicts (gpgpu_stall_shd_mem[s_mem][bk_conf]) count them on both builds")
+    _cycles(out, ta, tb)
+    _evidence(out, ta, tb)
+    _dram_note(out, ta, tb)
+    return out
+
+
+def _dram_note(out: Explanation, ta: dict, tb: dict) -> None:
+    """Say why DRAM reads can be 0 beside L2 misses: the misses are writes, and the reads hit in L2."""
+    for label, t in (("A", ta), ("B", tb)):
+        misses, reads = _get(t, "L2_total_cache_misses"), _get(t, "total dram reads")
+        if not (misses > 0 and reads == 0):
+            continue
+        writes = sum(_get(t, f"L2_cache_stats_breakdown[GLOBAL_ACC_W][{k}]") for k in ("MISS", "SECTOR_MISS"))
+        hits = _get(t, "L2_cache_stats_breakdown[GLOBAL_ACC_R][HIT]")
+        said = (f"{label} has 0 DRAM reads beside {misses:.0f} L2 misses: "
+                + (f"{writes:.0f} of the misses are writes, allocated in the write-back L2 without a DRAM read, "
+                   if not math.isnan(writes) else "the misses are not reads, ")
+                + (f"and all {hits:.0f} global reads hit in L2" if not math.isnan(hits) else "and every read hit in L2")
+                + " (gpgpu_perf_sim_memcpy = 1 fills L2 on cudaMemcpy)")
+        out.notes.append(said)
+
+
+def _get(t: dict, name: str) -> float:
+    return t.get(name, math.nan)
+
+
+def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
+    """The two exact decompositions (module docstring) into effect lines."""
+    latency = [_get(t, "kernel_launch_latency") * t["kernel_launches"] for t in (ta, tb)]
+    latency = [0.0 if math.isnan(v) else v for v in latency]
+    execution = [t["gpu_sim_cycle"] - lat for t, lat in zip((ta, tb), latency, strict=True)]
+    insn = [ta["gpu_sim_insn"], tb["gpu_sim_insn"]]
+    modelled = not (math.isnan(_get(ta, "kernel_launch_latency")) and math.isnan(_get(tb, "kernel_launch_latency")))
+    launches = [Line("", "kernel launch latency", latency[0], latency[1], "cycles", latency[1] - latency[0],
+                     f"{ta['kernel_launches']:g} vs {tb['kernel_launches']:g} launch(es) of "
+                     f"{_get(tb, 'kernel_launch_latency'):g} cycles, before any block starts")] if modelled else []
+    out.launch_latency = tuple(latency)
+    if min(execution) <= 0 or min(insn) <= 0:
+        out.notes.append("a run has no execution cycles or instructions: only the launch latency is explained")
+        out.lines += [replace(line, section="cycles") for line in launches]
+        return
+    ipc = [i / e for i, e in zip(insn, execution, strict=True)]
+    at_a_ipc = insn[1] / ipc[0]
+    out.lines += [
+        *(replace(line, section="cycles") for line in launches),
+        Line("cycles", "thread instructions", insn[0], insn[1], "thread insn", at_a_ipc - execution[0],
+             f"B's instructions at A's IPC would take {at_a_ipc:.0f} execution cycles, A's took {execution[0]:.0f}"),
+        Line("cycles", "IPC while executing", ipc[0], ipc[1], "thread insn/cycle", execution[1] - at_a_ipc,
+             f"instructions over execution cycles: {insn[0]:.0f}/{execution[0]:.0f} vs "
+             f"{insn[1]:.0f}/{execution[1]:.0f}"),
+    ]
+    slots = {name: [_get(t, name) for t in (ta, tb)] for name in ("issue_slots[issued]", *CAUSES)}
+    if any(math.isnan(v) for pair in slots.values() for v in pair):
+        out.notes.append(f"{out.b.backend} runs carry no issue-slot breakdown: the account stops at IPC")
+        return
+    total = [sum(pair[i] for pair in slots.values()) for i in (0, 1)]
+    per_cycle = [s / e for s, e in zip(total, execution, strict=True)]  # scheduler slots with work per cycle
+    out.lines += [replace(line, section="slots") for line in launches]
+    issued = slots["issue_slots[issued]"]
+    out.lines.append(Line("slots", "warp instructions issued", issued[0], issued[1], "warp insn",
+                          (issued[1] - issued[0]) / per_cycle[0],
+                          f"one issue slot each, at A's {per_cycle[0]:.1f} slots per cycle"))
+    for name, meaning in CAUSES.items():
+        a, b = slots[name]
+        out.lines.append(Line("slots", f"slots lost: {name.split('[')[1].rstrip(']')}", a, b, "slots",
+                              (b - a) / per_cycle[0], f"{meaning}; {100 * a / total[0]:.1f} % vs "
+                              f"{100 * b / total[1]:.1f} % of the slots"))
+    sched = _get(tb, "schedulers_per_sm")
+    sms = "" if math.isnan(sched) else (f": about {per_cycle[0] / sched:.1f} vs {per_cycle[1] / sched:.1f} SMs "
+                                        f"with work ({sched:g} schedulers each)")
+    out.lines.append(Line("slots", "scheduler slots with work per cycle", per_cycle[0], per_cycle[1], "slots/cycle",
+                          execution[1] - total[1] / per_cycle[0],
+                          f"more SMs busy at once give more slots a cycle{sms}"))
+
+
+def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
+    for section, table in (("instructions", INSTRUCTIONS), ("memory", MEMORY)):
+        for name, what in table:
+            va, vb = _get(ta, name), _get(tb, name)
+            if not (math.isnan(va) and math.isnan(vb)):
+                unit = "warp insn" if name.startswith("issue_slots") else stat_of(name).unit  # one slot each
+                out.lines.append(Line(section, what, va, vb, unit, detail=name))
+    warps = [_get(t, "gpgpu_n_tot_w_icount") for t in (ta, tb)]
+    if all(w > 0 for w in warps):
+        out.lines.append(Line("instructions", "threads per warp instruction", ta["gpu_sim_insn"] / warps[0],
+                              tb["gpu_sim_insn"] / warps[1], "threads", detail="gpu_sim_insn / gpgpu_n_tot_w_icount"))
+    for level in ("L1D", "L2"):
+        acc = [_get(t, f"{level}_total_cache_accesses") for t in (ta, tb)]
+        miss = [_get(t, f"{level}_total_cache_misses") for t in (ta, tb)]
+        if all(not math.isnan(x) and x > 0 for x in acc) and not any(math.isnan(x) for x in miss):
+            hit = [100 * (1 - m / x) for m, x in zip(miss, acc, strict=True)]
+            out.lines.append(Line("memory", f"{level} hit rate", hit[0], hit[1], "%",
+                                  detail=f"1 - misses/accesses: {miss[0]:.0f}/{acc[0]:.0f} vs "
+                                         f"{miss[1]:.0f}/{acc[1]:.0f}"))
+    a_run, b_run = out.a, out.b
+    achieved = "gpu_occupancy"
+    if all(math.isnan(_get(t, achieved)) for t in (ta, tb)):  # the fork prints -nan: the samples stand for it
+        achieved = "sampled_occupancy"
+    occupancy = [(achieved, "achieved occupancy", "active warps over the warp slots of SMs with work"
+                  + ("; from the progress samples (this build prints gpu_occupancy = -nan)"
+                     if achieved == "sampled_occupancy" else "")),
+                 ("theoretical_occupancy", "theoretical occupancy", "resident CTAs' warps over the SM's warp slots"),
+                 ("gpu_tot_issued_cta", "thread blocks (CTAs)", "")]
+    for name, what, detail in occupancy:
+        va, vb = _get(ta, name), _get(tb, name)
+        if math.isnan(va) and math.isnan(vb):
+            continue
+        if name == "theoretical_occupancy":
+            limits = [_limiter(run) for run in (a_run, b_run)]
+            detail += f"; limited by {limits[0] or '?'} vs {limits[1] or '?'}"
+        sms = _get(tb, "simulated_sms")
+        if name == "gpu_tot_issued_cta" and not math.isnan(sms):
+            largest = [_get(t, "largest_kernel_ctas") for t in (ta, tb)]
+            several = max(ta["kernel_launches"], tb["kernel_launches"]) > 1
+            detail = (f"on {sms:g} simulated SMs: at most {min(largest[0], sms):g} vs {min(largest[1], sms):g} SMs "
+                      "have work at once" + (" (the largest kernel's CTAs: kernels run one after another)"
+                                            if several else " (more only with more CTAs)"))
+        out.lines.append(Line("occupancy", what, va, vb, "%" if "occupancy" in name else "CTAs", detail=detail))
+
+
+def _limiter(run: StoredRun) -> str:
+    found = sorted({v for k, v in run.environment.items() if k.split(".")[-1] == "cta_limited_by"})
+    per_core = sorted({f"{v:g}" for k, v in run.metrics.items() if k.split(".")[-1] == "cta_per_core"})
+    text = ", ".join(found)
+    return f"{text} ({'/'.join(per_core)} CTAs per SM)" if text and per_core else text
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.0f}" if abs(value) >= 1000 or value == int(value) else f"{value:.4g}"
+
+
+def _signed(value: float) -> str:
+    return f"{round(value) + 0:+d}"  # + 0: no "-0"
+
+
+def _identity(run: StoredRun, kernel: str = "") -> str:
+    params = ",".join(f"{k}={v}" for k, v in run.params.items())
+    return f"{run.id} ({run.variant} {params})" + (f", kernel {kernel}" if kernel else "")
+
+
+EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "Memory traffic, largest change first"),
+            ("occupancy", "Occupancy"))
+
+
+def _finite(value: float):
+    return value if math.isfinite(value) else None
+
+
+def as_dict(out: Explanation) -> dict:
+    def clean(line: Line) -> dict:
+        row = asdict(line)
+        row["change_%"] = line.change
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+    return {"a": _identity(out.a, out.kernels[0]), "b": _identity(out.b, out.kernels[1]),
+            "problem": out.b.problem.describe(),
+            "backend": out.b.backend, "config": out.b.config,
+            "simulator": out.b.environment.get("simulator_flavour", ""),
+            "cycles": {"a": out.cycles[0], "b": out.cycles[1], "delta": out.delta,
+                       "launch_latency": list(out.launch_latency),
+                       "bound": {"a": _finite(out.a.bound("gpu_sim_cycle")),
+                                 "b": _finite(out.b.bound("gpu_sim_cycle"))}},
+            "sampled": {"a": out.a.estimate or None, "b": out.b.estimate or None},
+            "cycles_as_instructions_over_ipc": [clean(line) for line in out.terms("cycles")],
+            "issue_slots": [clean(line) for line in out.terms("slots")],
+            "evidence": {s: [clean(line) for line in out.evidence(s)] for s, _ in EVIDENCE},
+            "notes": out.notes}
+
+
+def format_explanation(out: Explanation, fmt: str = "table") -> str:
+    """Text (table), markdown or JSON."""
+    import pandas as pd
+
+    if fmt == "json":
+        return json.dumps(as_dict(out), indent=2) + "\n"
+    if fmt not in ("table", "markdown"):
+        raise UserError(f"explain prints table, markdown or json, not {fmt!r}")
+    delta, base = out.delta, out.cycles[0]
+    where = f"{out.b.problem.describe()}, {out.b.backend}"
+    if out.b.config:
+        where += f", config {out.b.config}"
+    if out.b.environment.get("simulator_flavour"):
+        where += f", {out.b.environment['simulator_flavour']}"
+    head = [f"A = {_identity(out.a, out.kernels[0])}", f"B = {_identity(out.b, out.kernels[1])}", where,
+            f"cycles: A {base:.0f}, B {out.cycles[1]:.0f}: B - A = {delta:+.0f} ({100 * delta / base:+.1f} %)"]
+    if any(out.launch_latency):
+        head.append(f"of which kernel launch latency (no instruction runs): A {out.launch_latency[0]:.0f}, "
+                    f"B {out.launch_latency[1]:.0f}")
+    parts = ["\n".join(head) + "\n"]
+    for section, title in (("cycles", "Cycles as instructions over IPC (effects add up to B - A)"),
+                           ("slots", "Where the issue slots went, largest effect first (effects add up to B - A)")):
+        rows = [{"rank": i, "factor": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
+                 "cycles": _signed(line.effect), "share_%": _signed(100 * line.effect / delta) if delta else "",
+                 "numbers": line.detail} for i, line in enumerate(out.terms(section), 1)]
+        if rows:
+            parts.append(render(pd.DataFrame(rows), fmt, title))
+    for section, title in EVIDENCE:
+        rows = [{"what": line.what, "A": _number(line.a), "B": _number(line.b), "unit": line.unit,
+                 "change_%": "" if math.isnan(line.change) else _signed(line.change), "numbers": line.detail}
+                for line in out.evidence(section)]
+        if rows:
+            parts.append(render(pd.DataFrame(rows), fmt, title))
+    if out.notes:
+        parts.append("\n".join(f"note: {n}" for n in out.notes) + "\n")
+    return "\n".join(parts)

@@ -1,0 +1,630 @@
+"""The variant families: the code behind the `family` of each [variants.NAME] table in variants.toml
+(direct, shared tiles, register tiles, implicit GEMM and its fused, im2col, WMMA, mma.sync, wgmma and async
+forms): how each checks a layer, extends its template's context and launches its kernels. The transform-domain
+families (Winograd, FFT) are in transforms.py; variants.py maps each family name to its class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from ..errors import LimitError
+from .limits import check_threads
+from .problems import Problem
+from .variant_types import GENERIC_LIMITS, Kernel, Launch, Variant
+
+
+@dataclass(frozen=True)
+class SharedTileVariant(Variant):
+    """The direct family with the block's input tile (+ K-1 halo, rows optionally padded) staged in
+    shared memory, and the filter too when the variant fixes weights = shared."""
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        tile_in = (params["tile"] - 1) * problem.stride + problem.K
+        floats = tile_in * (tile_in + (1 if params["pad_row"] else 0))
+        if self.fixed["weights"] == "shared":
+            floats += problem.C * problem.K * problem.K
+        return floats
+
+
+@dataclass(frozen=True)
+class RegTileVariant(Variant):
+    """Direct convolution, register-blocked: a thread computes `outputs` consecutive outputs of a row
+    for every output channel; a block computes up to `rows` whole output rows (an image's rows spread
+    evenly over its blocks) of `images` images in turn, staging the input rows (+ halo) of one (image,
+    channel) step in shared memory while the previous step computes; weights live in constant memory so
+    most FMAs take the weight as an immediate constant operand."""
+
+    MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
+    UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
+    # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)
+
+    @staticmethod
+    def block_x(problem: Problem, params: dict) -> int:
+        return math.ceil(problem.Wout / params["outputs"])
+
+    @staticmethod
+    def block_rows(problem: Problem, params: dict) -> int:
+        """`rows` at most, the same in every block: rows=16 on 34 output rows is 3 blocks of 12, not 16+16+2."""
+        return math.ceil(problem.Hout / math.ceil(problem.Hout / params["rows"]))
+
+    @staticmethod
+    def stages(problem: Problem, params: dict) -> int:
+        return 2 if problem.C * params["images"] > 1 else 1
+
+    def smem_floats(self, problem: Problem, params: dict) -> int:
+        in_w = self.block_x(problem, params) * params["outputs"] + problem.K - 1
+        if params["outputs"] % 4 == 0:
+            in_w = (in_w + 6) // 4 * 4  # 16-byte aligned rows (see the template)
+        tile = self.stages(problem, params) * (self.block_rows(problem, params) + problem.K - 1) * in_w
+        return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
+
+    def check(self, problem: Problem, params: dict) -> None:
+        _refuse_stride(self.name, problem, "its threads compute consecutive outputs from one staged input row")
+        check_threads((self.block_x(problem, params), self.block_rows(problem, params), 1), GENERIC_LIMITS,
+                      "use more outputs per thread or fewer rows per block")
+        accumulators = problem.M * params["outputs"]
+        if accumulators > self.MAX_ACCUMULATORS:
+            raise LimitError("accumulators per thread (M x outputs)", str(accumulators),
+                             str(self.MAX_ACCUMULATORS), "use fewer outputs per thread, or a GEMM variant "
+                             "(implicit_gemm) for layers with many output channels")
+        static = 4 * self.smem_floats(problem, params)
+        if static > 48 * 1024:
+            raise LimitError("static shared memory per block", f"{static:,} bytes", "49,152 bytes",
+                             "use a smaller block")
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        fmas = problem.C * problem.M * problem.K * problem.K * params["outputs"]
+        outputs = params["outputs"]
+        # y stored in whole 16- or 8-byte pieces when the row length and a thread's run allow it
+        vector = next(v for v in (4, 2, 1) if outputs % v == 0 and problem.Wout % v == 0)
+        return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS,
+                "block_x": self.block_x(problem, params), "block_rows": self.block_rows(problem, params),
+                "stages": self.stages(problem, params), "store_vector": vector}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        args = ("x", "y", "batch") if params["weights"] == "constant" else ("x", "w", "y", "batch")
+        rows = self.block_rows(p, params)
+        grid = (math.ceil(p.Hout / rows), math.ceil(batch / params["images"]), 1)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=grid, block=(self.block_x(p, params), rows, 1),
+                       dynamic_smem=0, args=args)]
+
+
+@dataclass(frozen=True)
+class ImplicitGemmVariant(Variant):
+    """The convolution as one GEMM (output channels x output pixels x C*K*K), im2col done while loading
+    tiles: one kernel. Any layer shape; best where M and C*K*K are large (toycnn). precision fp16: half
+    tiles and half2 FMAs (twice the fp32 rate), float accumulation after every k step."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads and static shared memory under 48 KB for every tile choice
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "float32"
+
+    def sim_unsupported(self, params: dict) -> str:
+        if params["precision"] == "fp16" and not params.get("streams"):
+            return ("GPGPU-Sim's PTX lexer reads the .f16x2 type as .f16 (src/cuda-sim/ptx.l, marked TODO), so a "
+                    "half2 FMA computes one of its two halves; measured with the accel-sim fork dev@667834cf: "
+                    "relative error 0.71 on batch3x3 (fp32 passes at 6e-8)")
+        return super().sim_unsupported(params)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        a_per_thread = params["tile"] * params["bk"] // 256
+        # weights read as float4 when a thread's k run is whole float4s of 16-byte aligned rows
+        vector_a = (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0
+        return {"pool": False, "vector_a": vector_a}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
+        p, tile = kernel.problem, kernel.params["tile"]
+        columns = _columns(p, batch)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+
+
+@dataclass(frozen=True)
+class FusedPoolVariant(ImplicitGemmVariant):
+    """conv + ReLU + 2x2 max-pool in one kernel: the implicit GEMM with its columns ordered so that
+    each group of 4 is one pooling window; a thread pools its TN/4 windows x TM channels in registers."""
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**super().extra_context(problem, params), "pool": True}
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if problem.Hout < 2 or problem.Wout < 2:
+            raise LimitError("conv output size for a 2x2 max-pool", f"{problem.Hout}x{problem.Wout}", "2x2 or more",
+                             "use a larger layer")
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
+        p, tile = kernel.problem, kernel.params["tile"]
+        _columns(p, batch)  # the 32-bit column limit of the GEMM
+        columns = 4 * batch * (p.Hout // 2) * (p.Wout // 2)  # one group of 4 per pooled output
+        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                       block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+
+
+@dataclass(frozen=True)
+class Im2colGemmVariant(ImplicitGemmVariant):
+    """im2col into a workspace, the GEMM on it, and a permute into y's layout: three kernels."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        kdim = problem.C * problem.K * problem.K
+        if kdim > 65535:
+            raise LimitError("im2col rows C*K*K (one grid row each)", f"{kdim:,}", "65,535",
+                             "use implicit_gemm, which never writes the im2col matrix")
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p = kernel.problem
+        columns = _columns(p, batch)
+        return {"col": p.C * p.K * p.K * columns, "gemm": p.M * columns}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
+        shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
+        p, tile = kernel.problem, kernel.params["tile"]
+        columns = _columns(p, batch)
+        name = f"conv2d_{self.name}"
+        return [
+            Launch(kernel=f"{name}_im2col", grid=(math.ceil(columns / 256), p.C * p.K * p.K, 1), block=(256, 1, 1),
+                   dynamic_smem=0, args=("x", "col", "batch")),
+            Launch(kernel=f"{name}_gemm", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                   block=(256, 1, 1), dynamic_smem=0, args=("col", "w", "gemm", "batch")),
+            Launch(kernel=f"{name}_permute", grid=(math.ceil(p.Hout * p.Wout / 256), p.M, batch), block=(256, 1, 1),
+                   dynamic_smem=0, args=("gemm", "y", "batch")),
+        ]
+
+
+@dataclass(frozen=True)
+class WmmaVariant(Variant):
+    """Tensor cores (WMMA) on the implicit GEMM: fp16 inputs (m16n16k16) or TF32 (m16n16k8, GPU only),
+    float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16.
+
+    fragments=shared stages tiles in shared memory and loads the fragments from there; fragments=global
+    makes half copies of w and of the im2col matrix and loads every fragment from global memory (four
+    kernels, slower on a GPU): the form upstream GPGPU-Sim computes correctly (simflow's probes)."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if problem.M % 16:
+            raise LimitError("output channels M for WMMA fragments (a multiple of 16)", str(problem.M),
+                             f"{16 * math.ceil(problem.M / 16)} (pad the layer to it)",
+                             "use implicit_gemm or regtile for this layer")
+        if params.get("fragments") == "global":
+            if params["precision"] != "fp16":
+                raise LimitError("precision of wmma fragments=global (m16n16k16, half inputs)", "tf32", "fp16",
+                                 "use fragments=shared for tf32")
+            kp = 16 * math.ceil(problem.C * problem.K * problem.K / 16)
+            if kp > 65535:
+                raise LimitError("im2col rows C*K*K, padded to 16 (one grid row each)", f"{kp:,}", "65,535",
+                                 "use fragments=shared, which never writes the im2col matrix")
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def wmma_forms(self, params: dict) -> tuple[str, ...]:
+        if params["precision"] != "fp16":
+            return ()
+        return (f"wmma_m16n16k16_row_row_f32_{params.get('fragments', 'shared')}",)
+
+    def sim_unsupported(self, params: dict) -> str:
+        if params.get("streams"):
+            return super().sim_unsupported(params)
+        if params["precision"] == "tf32":
+            return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
+                    "shapes m16n16k16, m32n8k16, m8n32k16 only")
+        return ""  # fp16: whether a build runs it is its probes' answer (wmma_forms)
+
+    TILE = 128  # block tile, output channels x output pixels
+    GLOBAL_TILE = 64  # fragments=global: block tile of its GEMM (4 warps of 32 x 32)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        bk = 32 if params["precision"] == "fp16" else 16  # two buffers of each tile under 48 KB static
+        a_per_thread = self.TILE * bk // 256
+        return {"bm": self.TILE, "bn": self.TILE, "bk": bk,
+                "vector_a": (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0}
+
+    def _padded(self, kernel: Kernel, batch: int) -> tuple[int, int, int]:
+        """fragments=global: k, output channels and columns padded to the fragment and the block tile."""
+        p, tile = kernel.problem, self.GLOBAL_TILE
+        return (16 * math.ceil(p.C * p.K * p.K / 16), tile * math.ceil(p.M / tile),
+                tile * math.ceil(_columns(p, batch) / tile))
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        if kernel.params.get("fragments") != "global":
+            return super().workspace(kernel, batch)
+        kp, mp, np_ = self._padded(kernel, batch)
+        return {"col": math.ceil(kp * np_ / 2), "wh": math.ceil(mp * kp / 2), "gemm": mp * np_}  # half: 2 a float
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile = kernel.problem, self.TILE
+        columns = _columns(p, batch)
+        name = f"conv2d_{self.name}"
+        if kernel.params.get("fragments") != "global":
+            return [Launch(kernel=name, grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+                           block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
+        kp, mp, np_ = self._padded(kernel, batch)
+        return [
+            Launch(kernel=f"{name}_x", grid=(math.ceil(np_ / 256), kp, 1), block=(256, 1, 1),
+                   args=("x", "col", "batch")),
+            Launch(kernel=f"{name}_w", grid=(math.ceil(mp * kp / 256), 1, 1), block=(256, 1, 1), args=("w", "wh")),
+            Launch(kernel=name, grid=(np_ // self.GLOBAL_TILE, mp // self.GLOBAL_TILE, 1), block=(128, 1, 1),
+                   args=("wh", "col", "gemm", "batch")),
+            Launch(kernel=f"{name}_y", grid=(math.ceil(columns / 256), p.M, 1), block=(256, 1, 1),
+                   args=("gemm", "y", "batch")),
+        ]
+
+
+@dataclass(frozen=True)
+class WmmaNhwcVariant(WmmaVariant):
+    """Tensor cores on channel-last copies of x and w (made by two small kernels), k ordered (ky, kx, c)
+    so a k step is BK channels of one tap: 16-byte asynchronous copies straight into a multi-stage
+    shared-memory pipeline, no per-element index arithmetic. The copies pad C with zero channels to a
+    multiple of BK (3 input channels become 32: ten times the MACs of the stem, on tensor cores)."""
+
+    def wmma_forms(self, params: dict) -> tuple[str, ...]:
+        return ("wmma_m16n16k16_row_col_f32_shared",) if params["precision"] == "fp16" else ()
+
+    def check(self, problem: Problem, params: dict) -> None:
+        super().check(problem, params)
+        if params["precision"] == "tf32" and (params["tile_n"] == 256 or params["bk"] == 64):
+            raise LimitError("registers per thread (tf32 operands with 64 x 64 warp tiles or bk=64)", "more than 255",
+                             "255 (ptxas spills to local memory)", "use tile_n=128 and bk=32 with tf32")
+
+    @staticmethod
+    def padded_channels(problem: Problem, params: dict) -> int:
+        return _round_up(problem.C, params["bk"])
+
+    @staticmethod
+    def step_k(params: dict) -> int:
+        """Channels a pipeline stage holds per row (the kernel's BK)."""
+        return params["bk"]
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {"bm": self.TILE, "bn": params["tile_n"], "bk": self.step_k(params),
+                "cp": self.padded_channels(problem, params)}
+
+    @staticmethod
+    def element_bytes(kernel: Kernel) -> int:
+        return 2 if kernel.params["precision"] == "fp16" else 4
+
+    def copy_pixels(self, problem: Problem) -> int:
+        """Pixels an image of the channel-last copy of x holds: all H x W."""
+        return problem.H * problem.W
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p, size = kernel.problem, self.element_bytes(kernel)
+        cp = self.padded_channels(p, kernel.params)
+        return {"xh": math.ceil(batch * cp * self.copy_pixels(p) * size / 4),
+                "wh": math.ceil(p.M * cp * p.K * p.K * size / 4)}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
+        columns = _columns(p, batch)
+        cp = self.padded_channels(p, kernel.params)
+        name = f"conv2d_{self.name}"
+        return [
+            Launch(kernel=f"{name}_x", grid=(math.ceil(self.copy_pixels(p) / 32), cp // 32, batch), block=(32, 8, 1),
+                   args=("x", "xh", "batch")),
+            Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp * p.K * p.K / 256), 1, 1), block=(256, 1, 1),
+                   args=("w", "wh")),
+            Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
+                   dynamic_smem=self.gemm_smem(kernel), args=("xh", "wh", "y", "batch")),
+        ]
+
+    def gemm_smem(self, kernel: Kernel) -> int:
+        """The GEMM's dynamic shared memory: `stages` tiles of both operands, rows skewed by 16 bytes."""
+        p = kernel.params
+        ld = self.step_k(p) + 16 // self.element_bytes(kernel)
+        return p["stages"] * (self.TILE + p["tile_n"]) * ld * self.element_bytes(kernel)
+
+
+@dataclass(frozen=True)
+class MmaNhwcVariant(WmmaNhwcVariant):
+    """Tensor cores through inline PTX mma.sync (m16n8k16 half, m16n8k8 TF32) on the same channel-last
+    copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
+    to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK.
+    split-K as implicit_gemm_async (the 3x3 layers at 14x14 and 7x7 fill two fifths to three quarters of an H200's
+    SMs with one block each); tile_n=64 for layers with few output tiles. io=float16 as mma_nchw's, on any layer.
+    A 1x1 layer at stride > 1 (no padding) copies only the pixels its window reads and runs the GEMM at stride 1."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
+
+    @staticmethod
+    def step_k(params: dict) -> int:
+        """bk counts halves: TF32 stages hold half as many channels, the same bytes a row (and registers: 32
+        TF32 channels a stage made twice the copies per thread and spilled)."""
+        return params["bk"] // (2 if params["precision"] == "tf32" else 1)
+
+    @staticmethod
+    def subsample(problem: Problem) -> bool:
+        """A 1x1 layer without padding at stride > 1 reads one pixel in stride^2: the copy holds only those."""
+        return problem.K == 1 and problem.pad == 0 and problem.stride > 1
+
+    def copy_pixels(self, problem: Problem) -> int:
+        return problem.Hout * problem.Wout if self.subsample(problem) else problem.H * problem.W
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
+                "half_io": params["io"] == "float16", "subsample": self.subsample(problem),
+                "w_in_place": self.weights_in_place(problem, params)}
+
+    def weights_in_place(self, problem: Problem, params: dict) -> bool:
+        return _weights_in_place(problem, params, self.padded_channels(problem, params))
+
+    def sim_unsupported(self, params: dict) -> str:
+        return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        space = {**super().workspace(kernel, batch), **_split_sums(kernel, batch)}
+        if self.weights_in_place(kernel.problem, kernel.params):
+            del space["wh"]
+        return space
+
+    def gemm_smem(self, kernel: Kernel) -> int:
+        """The GEMM's dynamic shared memory: its pipeline's stages, or the half-y epilogue's tiles if more."""
+        smem = WmmaNhwcVariant.gemm_smem(self, kernel)
+        if kernel.params["io"] == "float16":
+            smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
+        return smem
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        *copies, gemm = super().launches(kernel, batch)
+        gemm = dataclasses.replace(gemm, grid=(*gemm.grid[:2], kernel.params.get("split", 1)))
+        if self.weights_in_place(kernel.problem, kernel.params):
+            copies = [launch for launch in copies if "wh" not in launch.args]
+            gemm = dataclasses.replace(gemm, args=tuple("w" if a == "wh" else a for a in gemm.args))
+        return _split_k_launches(copies, gemm, kernel, batch)
+
+
+@dataclass(frozen=True)
+class WgmmaNhwcVariant(MmaNhwcVariant):
+    """Hopper's warpgroup MMA (wgmma, sm_90a) on mma_nhwc's channel-last half copies: a block of two warpgroups
+    multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions that read both operands from shared memory,
+    which the cp.async pipeline fills in wgmma's 128-byte swizzled layout (no ldmatrix, no register traffic for the
+    operands). fp16 or TF32 inputs, float accumulation; a k step is one 128-byte row of one tap's channels (64 half,
+    32 TF32). mma.sync peaks at about 640 fp16 TFLOP/s on an H200 and wgmma (cuBLAS) at 780-810: cuDNN's fp16
+    convolutions run on wgmma."""
+
+    ROW = 128  # bytes of a tile row: one period of the 128-byte swizzle
+    SMEM_LIMIT = 227 * 1024  # an H100/H200 block's opt-in dynamic shared memory
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
+        need = self.pipeline_bytes(params)
+        if need > self.SMEM_LIMIT:
+            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
+                             f"128 + {params['tile_n']} rows of 128 bytes", f"{self.SMEM_LIMIT:,} bytes",
+                             "use fewer stages or tile_n=128")
+
+    @classmethod
+    def pipeline_bytes(cls, params: dict) -> int:
+        """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
+        return params["stages"] * (cls.TILE + params["tile_n"]) * cls.ROW + 1024
+
+    def arch(self, params: dict) -> str:
+        return "sm_90a"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return Variant.sim_unsupported(self, params) or (
+            "GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma with shared-memory descriptors exists on sm_90a only; "
+            "simulate mma_nhwc's mma.sync, or wmma_nhwc")
+
+    @classmethod
+    def step_k(cls, params: dict) -> int:
+        return cls.ROW // (2 if params["precision"] == "fp16" else 4)
+
+    @classmethod
+    def padded_channels(cls, problem: Problem, params: dict) -> int:
+        return _round_up(problem.C, cls.step_k(params))
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**super().extra_context(problem, params), "kslice": 16 if params["precision"] == "fp16" else 8}
+
+    def gemm_smem(self, kernel: Kernel) -> int:
+        smem = self.pipeline_bytes(kernel.params)
+        if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
+            smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
+        return smem
+
+
+@dataclass(frozen=True)
+class ImplicitGemmAsyncVariant(Variant):
+    """fp32 implicit GEMM with k ordered tap-major, so a k step is BK channels of one tap: each thread's column
+    is decomposed once and a step costs one bounds test, no division (the route that made wmma_nhwc fast),
+    with x read where it lies by cp.async copies (4 bytes, or 16 of four pixels on a 1x1 stride-1 layer) into a
+    multi-stage pipeline; weights reordered once
+    (wt[k][m], a small kernel). split > 1 divides the k steps among blocks that add into y (layers with few
+    output tiles and long k: the 7x7 and 14x14 ResNet layers). tile_m=256: 16 x 8 outputs a thread, one block an
+    SM, fewer shared-memory reads per FMA, for layers with many output channels (toycnn)."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+
+    @staticmethod
+    def dims(problem: Problem, params: dict) -> tuple[int, int]:
+        """Channels padded to a multiple of BK, output channels to a multiple of 4 (wt's row length)."""
+        return _round_up(problem.C, params["bk"]), _round_up(problem.M, 4)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        cp, mp = self.dims(problem, params)
+        return {"bm": params["tile_m"], "bn": params["tile_n"], "cp": cp, "mp": mp,
+                "hw4": (problem.Hout * problem.Wout) % 4 == 0, "vector": vector_columns(problem)}
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p = kernel.problem
+        cp, mp = self.dims(p, kernel.params)
+        return {"wt": cp * p.K * p.K * mp}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        cp, mp = self.dims(p, params)
+        columns = _columns(p, batch)
+        name = f"conv2d_{self.name}"
+        smem = 4 * params["stages"] * params["bk"] * (params["tile_m"] + params["tile_n"])
+        weights = Launch(kernel=f"{name}_w", grid=(math.ceil(cp * p.K * p.K * mp / 256), 1, 1),
+                         block=(256, 1, 1), args=("w", "wt"))
+        gemm = Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]),
+                                         params["split"]),
+                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch"))
+        return _split_k_launches([weights], gemm, kernel, batch)
+
+
+@dataclass(frozen=True)
+class MmaNchwVariant(Variant):
+    """Tensor cores through inline PTX mma.sync reading x in place (float32, NCHW) as implicit_gemm_async
+    does, converting to half or TF32 as fragments are loaded: no channel-last copy of x (that pass cost more
+    than cuDNN's whole 1x1 layer). Weights are copied once (wh[m][tap][c], 16-byte rows for ldmatrix).
+    Any M (rows past it are zeros), C padded to a multiple of bk; split-K as implicit_gemm_async. io=float16:
+    x, w and y are half in device memory (what a half network passes between layers), x copied 8 bytes (four
+    pixels) at a time and B fragments loaded by ldmatrix.trans; on 1x1 stride-1 layers with H*W a multiple of 4
+    (memory-bound, where the bytes are the time); with split-K the blocks add into float32 sums, rounded once."""
+
+    def check(self, problem: Problem, params: dict) -> None:
+        # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
+            if not vector_columns(problem):
+                raise LimitError("layers mma_nchw io=float16 takes (8-byte copies of four pixels)",
+                                 f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, "
+                                 f"H*W={problem.H * problem.W}", "K=1, stride=1, pad=0, H*W a multiple of 4",
+                                 "use io=float32 on this layer")
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return super().sim_unsupported(params) or _mma_sync_refusal(params)
+
+    @staticmethod
+    def element_bytes(params: dict) -> int:
+        return 2 if params["precision"] == "fp16" else 4
+
+    @staticmethod
+    def kdim(problem: Problem, params: dict) -> int:
+        """GEMM depth: taps x channels padded to a multiple of bk, or, with fewer channels than bk (a first
+        layer), K * K * C itself padded to a multiple of bk (a thread steps its rows' (ky, kx, c) on)."""
+        if problem.C < params["bk"]:
+            return _round_up(problem.K * problem.K * problem.C, params["bk"])
+        return _round_up(problem.C, params["bk"]) * problem.K * problem.K
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        gather = problem.C < params["bk"]
+        return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
+                "half_io": params["io"] == "float16",
+                "cp": problem.C if gather else _round_up(problem.C, params["bk"]),
+                "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and vector_columns(problem),
+                "w_in_place": self.weights_in_place(problem, params)}
+
+    def weights_in_place(self, problem: Problem, params: dict) -> bool:
+        return _weights_in_place(problem, params, self.kdim(problem, params))
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        kdim = self.kdim(kernel.problem, kernel.params)
+        space = {} if self.weights_in_place(kernel.problem, kernel.params) else {
+            "wh": math.ceil(kernel.problem.M * kdim * self.element_bytes(kernel.params) / 4)}
+        return {**space, **_split_sums(kernel, batch)}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        kdim = self.kdim(p, params)
+        columns = _columns(p, batch)
+        eb, bk, bm, bn = self.element_bytes(params), params["bk"], params["tile_m"], params["tile_n"]
+        if params["io"] == "float16":  # Bs in half, rows skewed by 16 bytes
+            b_tile = bk * (bn + 8) * 2
+        else:
+            b_tile = bk * (bn + (4 if params["precision"] == "fp16" else 8)) * 4
+        smem = params["stages"] * (bm * (bk + 16 // eb) * eb + b_tile)
+        if params["io"] == "float16":
+            smem = max(smem, _half_epilogue_smem(bm, bn))
+        name = f"conv2d_{self.name}"
+        weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
+                         args=("w", "wh"))
+        in_place = self.weights_in_place(p, params)
+        gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
+                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "w" if in_place else "wh", "y", "batch"))
+        return _split_k_launches([] if in_place else [weights], gemm, kernel, batch)
+
+
+def vector_columns(problem: Problem) -> bool:
+    """Whether four consecutive GEMM columns are four consecutive, 16-byte aligned input pixels of one image (a 1x1
+    layer with stride 1, no padding, HW % 4 == 0): the kernels that read x in place then copy 16 bytes at a time."""
+    return problem.K == 1 and problem.stride == 1 and problem.pad == 0 and (problem.H * problem.W) % 4 == 0
+
+
+def _mma_sync_refusal(params: dict) -> str:
+    return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
+            f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
+
+
+def _check_half_io(variant: str, params: dict) -> None:
+    """io=float16 (half x, w, y) computes in fp16."""
+    if params["precision"] != "fp16":
+        raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={params['precision']}",
+                         "precision=fp16", "use io=float32 for TF32")
+
+
+def _round_up(n: int, multiple: int) -> int:
+    """n padded to a multiple (channels to the GEMM's k step, output channels to a row of 16 bytes)."""
+    return multiple * math.ceil(n / multiple)
+
+
+def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
+    """Half w of a 1x1 layer whose C needs no padding (kdim == C) already is the GEMM's wh[m][c]: the tensor-core
+    kernels read it where it lies, one launch fewer (a few microseconds of a 10-30 us layer)."""
+    return params.get("io") == "float16" and problem.K == 1 and kdim == problem.C
+
+
+def _half_epilogue_smem(bm: int, bn: int) -> int:
+    """Shared bytes of the half-y epilogue (mma_store_half): 8 warps' (bm / 2) x (bn / 4 + 8) half tiles."""
+    return 8 * (bm // 2) * (bn // 4 + 8) * 2
+
+
+def _split_sums(kernel: Kernel, batch: int) -> dict[str, int]:
+    """Split-K into half y: the splits add into float32 sums `acc`, rounded to half once at the end (adding
+    partial sums in half would round each)."""
+    if kernel.params.get("io") != "float16" or kernel.params.get("split", 1) == 1:
+        return {}
+    p = kernel.problem
+    return {"acc": batch * p.M * p.Hout * p.Wout}
+
+
+def _split_k_launches(before: list[Launch], gemm: Launch, kernel: Kernel, batch: int) -> list[Launch]:
+    """The operand copies, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between;
+    with half y, the blocks add into float32 sums instead, rounded into y by a last kernel."""
+    if gemm.grid[2] == 1:
+        return [*before, gemm]
+    p = kernel.problem
+    outputs = batch * p.M * p.Hout * p.Wout
+    grid = (min(math.ceil(outputs / 256), 4096), 1, 1)
+    sums = "acc" if _split_sums(kernel, batch) else "y"
+    zero = Launch(kernel=f"{gemm.kernel}_zero", grid=grid, block=(256, 1, 1), args=(sums, "batch"))
+    gemm = dataclasses.replace(gemm, args=tuple(sums if a == "y" else a for a in gemm.args))
+    if sums == "y":
+        return [*before, zero, gemm]
+    return [*before, zero, gemm, Launch(kernel=f"{gemm.kernel}_half", grid=grid, block=(256, 1, 1),
+                                        args=("acc", "y", "batch"))]
+
+
+def _columns(problem: Problem, batch: int) -> int:
+    """GEMM columns (output pixels of the batch); the GEMM kernels index them with 32-bit ints."""
+    columns = batch * problem.Hout * problem.Wout
+    if columns >= 2**31:
+        raise LimitError("output pixels per launch, B x HOUT x WOUT (32-bit GEMM column index)", f"{columns:,}",
+                         f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")
+    return columns
+
+
+def _refuse_stride(variant: str, problem: Problem, why: str) -> None:
+    if problem.stride != 1:
+        raise LimitError(f"stride of {variant} ({why})", str(problem.stride), "1",
+                         "use implicit_gemm, im2col_gemm, wmma, wmma_nhwc, global, constant or a shared variant")

@@ -1,0 +1,175 @@
+"""The result of a run, on every backend and path: a status, flat metrics, what was kept.
+
+The one place that names per-kernel metrics (`<kernel>.<metric>`, `<kernel>#<launch uid>.` for a
+kernel launched more than once), turns a refusal into a result and records the correctness check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime, timedelta
+
+from ..kernels.problems import Problem
+from ..run.orphans import owner, owner_alive
+
+# A run's status. Only "passed" means the kernel ran and matched the reference. Four come from
+# the simulator: it crashed (no exit line), aborted (an assertion or error it printed), ran past
+# simflow's timeout, or stopped at a max-cycle/instruction limit set in its config. "interrupted":
+# the user stopped it (Ctrl-C, SIGTERM); its files are kept. "running": a run's result.json from its start
+# until its end replaces it; one whose process is gone (killed outright) reads as interrupted (settled()).
+STATUSES = ("passed", "wrong_result", "compile_error", "launch_error", "refused",
+            "crashed", "aborted", "timed_out", "stopped_at_limit", "interrupted", "running")
+
+
+def to_stored(value):
+    """A metric as JSON and SQLite keep it: NaN (the simulator's -nan, a missing value) becomes None."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def from_stored(value):
+    """The inverse of to_stored: None becomes NaN."""
+    return math.nan if value is None else value
+
+
+def utc_timestamp() -> str:
+    """UTC, ISO 8601 with microseconds: runs made within one second still sort in the order they were made."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class RunResult:
+    """One variant on one problem on one backend: a status and flat metrics.
+
+    With several kernel launches, per-kernel metrics are named `<kernel>.<metric>`; `kernels`
+    lists the kernel names in launch order."""
+
+    status: str
+    backend: str
+    variant: str
+    params: dict
+    problem: Problem
+    fingerprint: str
+    reason: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    kernels: list[str] = field(default_factory=list)
+    run_id: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)  # kept files: run folder, log, sources
+    seed: int = 0
+    created: str = ""  # UTC, ISO 8601
+    # A sampled simulation's estimate of the whole layer (simflow.sim.sampling): the sample spec, the batches
+    # simulated and their runs, the fraction of the images simulated, and each metric's error bound.
+    # Empty for a run that simulated or measured the whole problem.
+    estimate: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+        if not self.created:
+            self.created = utc_timestamp()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def sampled(self) -> bool:
+        """Its metrics are estimates from sampled simulation, each with a bound in estimate["bounds"]."""
+        return bool(self.estimate)
+
+    def bound(self, name: str) -> float:
+        """The absolute error bound of an estimated metric; NaN for a measured one."""
+        value = self.estimate.get("bounds", {}).get(name) if self.estimate else None
+        return math.nan if value is None else float(value)
+
+    @classmethod
+    def refusal(cls, backend: str, kernel, batch: int, reason: str, seed: int = 0,
+                environment: dict | None = None) -> RunResult:
+        """A run that was not made, and why: the same record on every path (a backend, a sweep)."""
+        return cls(status="refused", backend=backend, variant=kernel.variant, params=kernel.params,
+                   problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(), reason=reason,
+                   kernels=list(kernel.kernel_names), seed=seed, environment=dict(environment or {}))
+
+    @classmethod
+    def running(cls, backend: str, kernel, batch: int, seed: int, run_id: str, artifacts: dict, longest_s: float,
+                environment: dict | None = None) -> RunResult:
+        """The record of a run from its start: written to its folder first, so that a run whose process is
+        killed outright is still listed and importable (as interrupted). `artifacts`: the files it will keep
+        (run_dir first); `longest_s`: past this the run has surely ended (its timeout and the watchdog's grace),
+        wherever it ran."""
+        deadline = (datetime.now(UTC) + timedelta(seconds=longest_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return cls(status="running", backend=backend, variant=kernel.variant, params=kernel.params,
+                   problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
+                   reason=f"running since {utc_timestamp()} (process {owner()})",
+                   kernels=list(kernel.kernel_names), seed=seed, run_id=run_id, artifacts=dict(artifacts),
+                   environment={**(environment or {}), "owner": owner(), "deadline": deadline})
+
+    def settled(self) -> RunResult:
+        """A running record whose process has ended without finishing it (`kill -9`, a lost machine) reads as
+        interrupted, its files kept; any other record is itself."""
+        if self.status != "running":
+            return self
+        past = self.environment.get("deadline", "9") < datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not past and owner_alive(self.environment.get("owner", "")):
+            return self
+        kept = {}
+        for kind, path in self.artifacts.items():  # what the run left: a log may be compressed by now
+            found = next((p for p in (path, path + ".gz") if os.path.exists(p)), "")
+            if found:
+                kept[kind] = found
+        self.artifacts = kept
+        self.status = "interrupted"
+        self.reason = (f"its process ({self.environment.get('owner', '?')}: host, pid, start) ended before the run "
+                       f"did (killed outright); files kept in {self.artifacts.get('run_dir', 'its run folder')}")
+        return self
+
+    def add(self, name: str, value: float, unit: str = "") -> None:
+        self.metrics[name] = value
+        if unit:
+            self.units[name] = unit
+
+    @staticmethod
+    def kernel_prefix(kernel: str, several: bool, launch_uid: int | None = None) -> str:
+        """How a kernel's metrics are named when a run has several launches: '<kernel>.', or
+        '<kernel>#<launch uid>.' for a kernel launched more than once; '' for a single kernel."""
+        if not several:
+            return ""
+        return f"{kernel}#{launch_uid}." if launch_uid is not None else f"{kernel}."
+
+    def judge(self, check, context: str = "") -> None:
+        """Record the correctness check (reference.Check); a failed one makes the run wrong_result."""
+        check.record(self)
+        if not check.passed and self.status == "passed":
+            self.status = "wrong_result"
+            self.reason = f"{context}: {check.reason}" if context else check.reason
+
+    def split_metrics(self) -> dict[str, dict[str, float]]:
+        """Metrics grouped by kernel: {"": run-level or single-kernel, "<kernel>": ...} (see the class doc)."""
+        groups: dict[str, dict[str, float]] = {}
+        for key, value in self.metrics.items():
+            head, dot, rest = key.partition(".")
+            kernel, name = (head, rest) if dot and head.split("#")[0] in self.kernels else ("", key)
+            groups.setdefault(kernel, {})[name] = value
+        return groups
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["problem"] = self.problem.as_dict()
+        out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunResult:
+        """The inverse of to_dict (a result.json read back)."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["problem"] = Problem(**data["problem"])
+        kw["metrics"] = {k: from_stored(v) for k, v in data.get("metrics", {}).items()}
+        return cls(**kw)

@@ -1,0 +1,2 @@
+"""Making runs: jobs, sweeps and sweep files, the tuner, simflow check, child processes that do not outlive
+simflow."""

@@ -1,0 +1,400 @@
+"""Sweeps: the jobs of a sweep file (sweep_file.py) run on local worker processes or on Dask.
+
+A job whose run is already stored (same rendered source, problem, backend and config) is not run
+again, so an interrupted sweep resumes. Runs go to local worker processes or to Dask (a scheduler
+address, or Slurm/PBS through dask-jobqueue); every record is written by this process, as each run
+comes back. A sampled simulation (run_sampled) is sweeps too: its one-image probes, then its samples;
+simflow.sim.sampling turns them into the estimate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..backends import backend_class
+from ..errors import UserError
+from ..results.folders import keep_result, new_run_folder, write_json
+from ..results.record import RunResult
+from ..results.store import Store, StoreError
+from ..sim.sampling import METHOD, SampleSpec, at_batch, estimate_result, sample_batches
+from .jobs import Job, JobOutcome, run_job_safely
+from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
+from .sweep_file import Sweep
+
+EXECUTORS = ("local", "dask", "slurm", "pbs")
+INTERRUPT_GRACE_S = 30  # how long an interrupted sweep waits for its workers' interrupted runs
+
+
+@dataclass
+class Progress:
+    """Done, failed, running, cached and an estimate of the time left, on one line of stderr."""
+
+    total: int
+    out: object = sys.stderr
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    started: float = field(default_factory=time.monotonic)
+    quiet: bool = False
+
+    def show(self) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.started
+        left = self.total - self.done
+        eta = ""
+        if self.done and left:
+            eta = f", about {_duration(elapsed / self.done * left)} left"
+        width = 24
+        filled = int(width * self.done / self.total) if self.total else width
+        bar = "#" * filled + "." * (width - filled)
+        line = (f"\r[{bar}] {self.done}/{self.total} done, {self.failed} failed, {self.running} running, "
+                f"{_duration(elapsed)} elapsed{eta}   ")
+        tty = getattr(self.out, "isatty", lambda: False)()
+        self.out.write(line if tty else line.strip("\r ") + "\n")  # a log gets one line per event
+        self.out.flush()
+
+    def finish(self) -> None:
+        if not self.quiet and getattr(self.out, "isatty", lambda: False)():
+            self.out.write("\n")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+@dataclass
+class SweepReport:
+    name: str
+    total: int
+    duplicates: int
+    cached: list[str] = field(default_factory=list)  # run ids reused
+    stored: list[str] = field(default_factory=list)  # run ids made now
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (job or run id, reason)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # jobs that could not run at all
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (file:line job, why) skipped at render time
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the runs in flight were recorded as 'interrupted'
+    wall_s: float = 0.0
+
+    def grouped_errors(self) -> list[tuple[list[str], str]]:
+        """Errors with the same text once, with every job they stopped (a missing backend, say)."""
+        groups: dict[str, list[str]] = {}
+        for job, error in self.errors:
+            groups.setdefault(error, []).append(job)
+        return [(jobs, error) for error, jobs in groups.items()]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "jobs": self.total, "duplicates_removed": self.duplicates,
+                "cached": self.cached, "run": self.stored, "failed": [{"run": r, "reason": why} for r, why in
+                                                                     self.failed],
+                "errors": [{"job": j, "error": e} for j, e in self.errors],
+                "refused": [{"job": j, "reason": why} for j, why in self.refused], "interrupted": self.interrupted,
+                "wall_s": round(self.wall_s, 3)}
+
+
+@dataclass
+class Plan:
+    todo: list[Job]  # to run
+    cached: list[str]  # stored runs that answer jobs already
+    refused: list[tuple[Job, str]]  # jobs whose kernel cannot be rendered for their problem, and why
+
+
+def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
+    """The jobs still to run, the stored runs that already answer others (the cache), and the jobs a
+    variant refuses when it renders (e.g. WMMA on 4 output channels): those are skipped and named,
+    unless the whole sweep can run nothing."""
+    result = Plan([], [], [])
+    for job in sweep.jobs:
+        try:
+            fingerprint = job.kernel().fingerprint()
+        except UserError as exc:  # the variant refuses this layer (a hardware limit, a user variant's [[refuse]])
+            result.refused.append((job, str(exc)))
+            continue
+        run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=not retry_failed)
+        if run_id:
+            result.cached.append(run_id)
+        else:
+            result.todo.append(job)
+    if result.refused and len(result.refused) == len(sweep.jobs):
+        raise UserError(f"every job of {sweep.path} is refused; the first, {sweep.where(result.refused[0][0])} "
+                        f"({result.refused[0][0].describe()}): {result.refused[0][1]}")
+    return result
+
+
+def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executor: str = "local",
+              scheduler: str | None = None, retry_failed: bool = False, quiet: bool = False) -> SweepReport:
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
+    started = time.monotonic()
+    report = SweepReport(sweep.name, len(sweep.jobs), sweep.duplicates)
+    planned = plan(sweep, store, retry_failed)
+    todo, report.cached = planned.todo, planned.cached
+    report.refused = [(f"{sweep.where(job)} {job.describe()}", why) for job, why in planned.refused]
+    for job, why in planned.refused:  # a refusal is a run's record like any other, stored once
+        fingerprint = refusal_fingerprint(job)
+        if not store.cached(fingerprint, job.problem, job.backend, job.config_key()):
+            result = refused_result(job, why, fingerprint, store.root)
+            try:
+                report.stored.append(store.add(result))
+            except StoreError as exc:
+                report.errors.append((job.describe(), f"{exc}; its files are in {result.artifacts['run_dir']}"))
+    workers = workers or os.cpu_count() or 1
+    progress = Progress(total=len(todo), quiet=quiet)
+    if not quiet:
+        print(f"sweep {sweep.name}: {len(sweep.jobs)} jobs ({sweep.duplicates} duplicates removed), "
+              f"{len(report.cached)} already stored, {len(todo)} to run on {executor} "
+              f"({workers if executor == 'local' else 'dask'} workers)", file=sys.stderr)
+    if todo:
+        if executor == "local":
+            outcomes = _local(todo, store.root, workers, progress)
+        else:
+            outcomes = _dask(todo, store.root, workers, scheduler, executor, sweep.dask, progress)
+        try:
+            for outcome in outcomes:
+                _record(outcome, store, report, progress)
+        except KeyboardInterrupt:
+            report.interrupted = True
+    progress.finish()
+    report.wall_s = time.monotonic() - started
+    return report
+
+
+def refusal_fingerprint(job: Job) -> str:
+    """Stands for the source a refused job never had: the same job refused again is the same run."""
+    key = json.dumps(["refused", job.variant, job.params, job.problem.as_dict(), job.backend, job.config],
+                     sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def refused_result(job: Job, why: str, fingerprint: str, results: Path) -> RunResult:
+    """The record of a job its variant refused to render, with a run folder holding the job."""
+    env = {"config": job.config, "config_key": job.config_key()} if job.config else {}
+    result = RunResult(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
+                       problem=job.problem, fingerprint=fingerprint, reason=why, seed=job.seed, environment=env)
+    result.run_id, folder = new_run_folder(job.variant, results)
+    write_json(folder / "job.json", job.as_dict())
+    result.artifacts = {"run_dir": str(folder)}
+    keep_result(result, folder)
+    return result
+
+
+def _record(outcome: JobOutcome, store: Store, report: SweepReport, progress: Progress) -> None:
+    progress.done += 1
+    result = outcome.result
+    if result is None:
+        progress.failed += 1
+        report.errors.append((outcome.job.describe(), outcome.error))
+    else:
+        try:
+            store.add(result)
+        except StoreError as exc:
+            report.errors.append((outcome.job.describe(), f"{exc}; its files are in {result.artifacts.get('run_dir')}"))
+            progress.failed += 1
+            progress.show()
+            return
+        report.stored.append(result.run_id)
+        if not result.passed:
+            progress.failed += 1
+            first_line = result.reason.splitlines()[0] if result.reason else ""
+            report.failed.append((result.run_id, f"{result.status}: {first_line}"))
+    progress.show()
+
+
+def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
+    """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU)."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
+    other = [j for j in todo if not backend_class(j.backend).serial]
+    gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
+    lanes = []  # (pool, its jobs still to submit, how many run at once)
+    for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
+        if jobs:
+            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup),
+                          iter(jobs), width))
+    pending: dict = {}  # future -> (pool, its remaining jobs)
+    try:
+        for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true
+            for job in itertools.islice(jobs, width):
+                pending[pool.submit(_run_in_worker, job, str(results))] = (pool, jobs)
+        progress.running = len(pending)
+        progress.show()
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                pool, jobs = pending.pop(future)
+                nxt = next(jobs, None)
+                if nxt is not None:
+                    pending[pool.submit(_run_in_worker, nxt, str(results))] = (pool, jobs)
+                progress.running = len(pending)
+                yield future.result()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: every worker stops its simulator and returns its run as 'interrupted'
+        # (a terminal's Ctrl-C reaches the workers too; SIGTERM is passed on here), which is recorded.
+        for pool, _, _ in lanes:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                if process.is_alive():
+                    process.terminate()
+        done, _ = wait(pending, timeout=INTERRUPT_GRACE_S)
+        for future in done:
+            try:
+                yield future.result()
+            except Exception:  # noqa: BLE001 (a worker that died before it could answer)
+                continue
+        raise
+    finally:
+        for pool, _, _ in lanes:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_setup() -> None:
+    """A sweep worker dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept as interrupted)."""
+    die_with_parent()
+    sigterm_as_ctrl_c()
+    exit_when_orphaned()
+
+
+def _run_in_worker(job: Job, results: str) -> JobOutcome:
+    with job_in_hand():
+        return run_job_safely(job, results)
+
+
+def dask_cluster(executor: str, settings: dict, workers: int):
+    """A dask-jobqueue cluster for Slurm or PBS, from the sweep file's [dask] table."""
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UserError(f"--executor {executor} needs dask-jobqueue: pip install 'simflow[cluster]'") from None
+    cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[executor]
+    kw = {k: v for k, v in settings.items() if k not in ("cluster", "jobs")}
+    kw.setdefault("cores", 1)
+    kw.setdefault("memory", "4GB")
+    cluster = cls(**kw)
+    cluster.scale(jobs=int(settings.get("jobs", workers)))
+    return cluster
+
+
+def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, executor: str, settings: dict,
+          progress: Progress) -> Iterator[JobOutcome]:
+    """Dask distributed: a running scheduler (--scheduler), a Slurm/PBS cluster, or a local one.
+    Workers must see the results folder (a shared file system): run folders are written there."""
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise UserError("--executor dask needs dask distributed: pip install 'simflow[cluster]'") from None
+    cluster = None
+    if executor in ("slurm", "pbs"):
+        cluster = dask_cluster(executor, settings, workers)
+        client = Client(cluster)
+    elif scheduler:
+        client = Client(scheduler)
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = [client.submit(run_job_safely, job, str(results), pure=False) for job in todo]
+        progress.running = min(len(futures), workers)
+        progress.show()
+        for future in as_completed(futures):
+            outcome = future.result()
+            progress.running = max(0, min(workers, len(todo) - progress.done - 1))
+            yield outcome
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# ---- sampled simulation (simflow.sim.sampling): its probes and samples run as sweeps ----
+
+
+@dataclass
+class SampledOutcome:
+    """One layer's sampled simulation: the stored estimate, or why there is none."""
+
+    job: Job  # the real layer
+    result: RunResult | None = None
+    error: str = ""
+    cached: bool = False  # the estimate was stored already (same kernel, problem, config and spec)
+
+
+def stored_run(store, job: Job):
+    """The stored run that answers `job` (the newest, passed or not), or None."""
+    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
+    return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
+
+
+def _failed(run, job: Job, what: str) -> str:
+    if run is None:
+        return f"its {what} ({job.describe()}, batch {job.problem.B}) could not run; see the sweep's errors above"
+    first = run.reason.splitlines()[0] if run.reason else ""
+    return f"its {what} (batch {run.problem.B}, run {run.run_id}) {run.status}: {first}"
+
+
+def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sampled", workers: int | None = None,
+                executor: str = "local", scheduler: str | None = None, dask: dict | None = None,
+                retry_failed: bool = False, quiet: bool = False) -> list[SampledOutcome]:
+    """Sampled simulations of the jobs' layers: their probes, then all their samples, each set run as a
+    sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
+    started = time.monotonic()
+    outcomes = {job: SampledOutcome(job) for job in jobs}
+    todo = []
+    for job in jobs:
+        if job.backend != "gpgpusim":
+            raise UserError(f"sampling is for the simulator: {job.describe()} runs on {job.backend}; "
+                            "use backend gpgpusim, or drop the sample spec")
+        try:
+            fingerprint = job.kernel().fingerprint()
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+            continue
+        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=False,
+                              sample=str(spec))
+        stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
+        if stored and stored.estimate.get("method") == METHOD:
+            outcomes[job] = SampledOutcome(job, stored, cached=True)
+        else:
+            todo.append(job)
+
+    def sweep(part: str, part_jobs: list[Job]) -> None:
+        if part_jobs:
+            run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
+                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet)
+
+    sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
+    plans = {}
+    for job in todo:
+        probe = stored_run(store, at_batch(job, 1))
+        if probe is None or not probe.passed:
+            outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
+            continue
+        try:
+            plans[job] = (probe, sample_batches(probe, spec, job.kernel(), job.problem.B)[0])
+        except UserError as exc:
+            outcomes[job].error = str(exc)
+    samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
+    sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    for job, (probe, batches) in plans.items():
+        runs = [stored_run(store, at_batch(job, b)) for b in batches]
+        bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
+        if bad:
+            outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
+            continue
+        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started)
+        store.add(result)
+        outcomes[job].result = result
+    return [outcomes[job] for job in jobs]

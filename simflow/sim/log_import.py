@@ -1,0 +1,110 @@
+"""`simflow import-log`: any GPGPU-Sim log, from any application, stored as a `gpgpusim` run.
+
+One record per log, with the per-kernel metrics `simflow sim` stores (kernel names from the log)
+and the run's totals. The user's labels (`app=`, `variant=`, `config=`, anything) become the run's
+parameters, so filters, `compare --by` and reports use them. The log is copied (gzip) into the
+run's folder, so the record keeps it whatever happens to the original.
+
+Nothing was checked against a reference: a complete log is stored as `passed` with a reason that
+says so; an incomplete, aborted or mixed log keeps the parser's status and reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+from pathlib import Path
+
+from ..errors import UserError
+from ..kernels.problems import Problem
+from ..results.folders import keep_result, new_run_folder, replace_with
+from ..results.record import RunResult, utc_timestamp
+from .config import INSTRUMENTATION
+from .log import parse_file
+
+# Options that only change what the simulator prints, left out of a log's config identity.
+PRINT_ONLY = {*INSTRUMENTATION, "gpgpu_runtime_stat", "visualizer_enabled", "visualizer_outputfile",
+              "visualizer_zlevel", "trace_sampling_core", "trace_sampling_memory_partition"}
+STATUS_OF_LOG = {"complete": "passed", "stopped_at_limit": "stopped_at_limit", "aborted": "aborted",
+                 "incomplete": "crashed", "mixed": "crashed", "not_simulated": "crashed", "empty": "crashed"}
+
+
+def parse_labels(texts: list[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for text in texts:
+        key, sep, value = (part.strip() for part in text.partition("="))
+        if not sep or not key or not value:
+            raise UserError(f"--label takes KEY=VALUE (e.g. app=bfs or config=SM7_QV100), got {text!r}")
+        labels[key] = value
+    return labels
+
+
+def config_identity(options: dict[str, str]) -> str:
+    """What the simulator modelled, from the option dump it printed: two logs with the same options
+    (print-only ones aside) ran the same config."""
+    text = "\n".join(f"{k}={v}" for k, v in sorted(options.items()) if k not in PRINT_ONLY)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def config_changes(log_a: str | Path, log_b: str | Path, most: int = 8) -> str:
+    """The modelled options two logs differ in, as '-name A -> B' (print-only ones aside); '' if none."""
+    from .log import read_options
+
+    a, b = read_options(log_a), read_options(log_b)
+    missing = "(not set)"
+    changes = [f"-{name} {a.get(name, missing)} -> {b.get(name, missing)}" for name in sorted(set(a) | set(b))
+               if name not in PRINT_ONLY and a.get(name) != b.get(name)]
+    more = f" and {len(changes) - most} more" if len(changes) > most else ""
+    return ", ".join(changes[:most]) + more
+
+
+def import_log(path: Path, labels: dict[str, str], config: str | None = None,
+               results: Path | None = None) -> RunResult:
+    from ..backends.gpgpusim import add_log
+
+    if not path.is_file():
+        raise UserError(f"no such log file: {path}")
+    log = parse_file(path)
+    labels = dict(labels)
+    stem = path.name.removesuffix(".gz").removesuffix(".log")
+    labels.setdefault("app", stem)
+    variant = labels.get("variant", labels["app"])
+    config_name = config or labels.get("config") or "as-logged"
+    labels.setdefault("config", config_name)
+    run_id, folder = new_run_folder(variant, results)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    result = RunResult(status=STATUS_OF_LOG.get(log.status, "crashed"), backend="gpgpusim", variant=variant,
+                       params=labels, problem=Problem.of_log(labels.get("problem", "imported")),
+                       fingerprint=digest.hexdigest()[:16], kernels=list(dict.fromkeys(k.kernel for k in log.kernels)),
+                       run_id=run_id, created=utc_timestamp())
+    result.reason = ("imported log: the simulation completed; no output was checked (simflow did not make it)"
+                     if log.status == "complete" else log.reason)
+    result.environment.update(config=config_name, config_key=config_identity(log.options) if log.options else "",
+                              imported_from=str(path.resolve()))
+    add_log(result, log)
+    kept = folder / "sim.log.gz"
+    _keep_gzipped(path, kept)
+    result.artifacts.update(run_dir=str(folder), log=str(kept))
+    if log.notes:
+        result.environment["parse_notes"] = "; ".join(log.notes)[:2000]
+    keep_result(result, folder)
+    return result
+
+
+def _keep_gzipped(source: Path, target: Path) -> None:
+    """A copy of the log as gzip (copied as is when it is gzip already), written atomically."""
+    with open(source, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+
+    def write(tmp: Path) -> None:
+        if gzipped:
+            shutil.copyfile(source, tmp)
+        else:
+            with open(source, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+    replace_with(target, write)

@@ -1,0 +1,332 @@
+"""Sampled simulation: a whole layer's simulator stats estimated from a few small batches of it.
+
+A convolution's thread blocks do the same work on different data, and every kernel of a variant launches
+a number of blocks that grows linearly with the batch (plus, for some, a part that does not: the weight
+transforms). So simulating the first images of the real launch, a few whole waves of blocks, tells how
+the layer behaves once the SMs are full:
+
+1. a probe simulates one image, to learn from the simulator how many CTAs an SM holds; with the CTAs the
+   real launch makes per image, that says how many images fill the SMs once (a wave), for the kernel
+   with the most cycles;
+2. three batches b1 < b2 < b3 of about w1, w2, w3 waves (the spec, default 1,2,3) are simulated, in
+   parallel (local workers, Dask or Slurm, through the sweep engine and its cache). Each is rounded down
+   to whole images: an SM runs its resident blocks in step, so a last wave part full costs about its share
+   of a wave, but a handful of blocks just past a whole wave run alone at low occupancy and cost most of a
+   wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
+   6 and 19 images);
+3. a count that adds up over blocks (cycles, instructions, cache accesses and misses, DRAM traffic, issue
+   slots ...) is extrapolated to the real batch B along the slope of the last two samples,
+   v(B) = v(b3) + s23 (B - b3), and bounded by how far that rate may be off, carried over the B - b3 images
+   past the samples: for cycles, the gap between s23 and the largest sample's steady state (its progress
+   samples between its first wave and its last, steady_cpi) or, without one, the first two samples' slope,
+   at least RATE_FLOOR of the rate, plus TAIL_WAVES of a wave (B's last wave); for misses and DRAM traffic
+   the slopes' gap, at least MISS_FLOOR or L2_FLOOR of the rate (a real batch's data outgrows the caches the
+   samples' fits in); a count exact in every sample (instructions) has no bound. Rates are recomputed
+   from the estimated counts (IPC, miss rates); rates the simulator averages over cycles (occupancy) are
+   extrapolated as value x cycles, over the estimated cycles; other values (latencies, port use) are the
+   largest sample's, bounded by how much they moved between the last two samples. benchmarks/sampling.py
+   measures every bound against whole simulation.
+
+What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
+al., 2023) sample within a kernel at thread-block granularity and extrapolate from a steady-state
+interval; principal kernel analysis (Baddouh et al., 2021) stops a kernel once its IPC has converged and
+projects the rest. A convolution is the easy case for all three: its blocks are homogeneous (no
+data-dependent control flow), so simflow does not need their clustering of block signatures, and the
+batch is the launch's outermost dimension, so the first b images are exactly the first blocks of the real
+grid. The one thing the batch does change is the memory footprint: a real batch whose data outgrows the
+L2 misses more per image than the samples, where it all fits (benchmarks/sampling.py measures this).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import UserError
+from ..kernels.variants import Kernel
+from ..results.folders import keep_result, new_run_folder, write_json
+from ..results.metrics import CHECK_BETTER
+from ..results.record import RunResult
+from ..run.jobs import Job
+from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
+
+DEFAULT_SPEC = "1,2,3"
+METHOD = 6  # kept in each estimate: one made by another method is made again, not answered from the store
+# Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
+_PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
+# Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
+_COST = {"sim_wall_s", "job_wall_s", "gpgpu_simulation_time"}
+_DROPPED = {"gpgpu_simulation_rate_insn", "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown"}
+_IPC = {"gpu_ipc": ("gpu_sim_insn", "gpu_sim_cycle"), "gpu_tot_ipc": ("gpu_tot_sim_insn", "gpu_tot_sim_cycle")}
+# Rates the simulator averages over cycles (occupancy, L2 bandwidth ...): their value times the cycles adds up
+# over blocks, so it is extrapolated as a count and divided by the estimated cycles. A sample has relatively
+# more fill and tail than the real batch, so its own value is biased (measured: occupancy 62 % in 3 waves,
+# 56 % in 15).
+_OVER_CYCLES = CYCLE_WEIGHTED - {"gpu_ipc", "theoretical_occupancy"}
+# The cycle rate's uncertainty, per image past the largest sample, is at least this share of the rate: the
+# real batch's rate drifts from the samples' (its data outgrows the caches, its blocks fall out of step).
+# Calibrated on benchmarks/sampling.py.
+RATE_FLOOR = 0.06
+TAIL_WAVES = 0.25  # and the real batch's last wave, part full or ending unevenly, costs up to this much of a wave
+# Cache misses and DRAM traffic per image change with the batch (a real batch's data outgrows the caches the
+# samples' data fits in: measured up to 19 % more L1D misses an image and 42 % more L2 misses), so their rate's
+# uncertainty is at least this share of it: L1 misses, then the L2's and DRAM's. Calibrated the same way.
+MISS_FLOOR = 0.25
+L2_FLOOR = 0.4
+
+
+def _ctas_of(per_kernel: dict[str, int], kernel: str) -> int:
+    """A kernel's CTAs, or every kernel's for a run-level metric."""
+    return per_kernel.get(kernel, 0) if kernel in per_kernel else sum(per_kernel.values())
+
+
+def _footprint_floor(base: str) -> float:
+    """How far the per-image rate of a count may drift as the data outgrows the caches (0: it does not)."""
+    if base.startswith("L2_") or "dram" in base.lower():
+        return L2_FLOOR
+    return MISS_FLOOR if "miss" in base.lower() else 0.0
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    """How much to simulate: three sample batches of about `waves` waves each."""
+
+    waves: tuple[float, float, float]
+
+    @classmethod
+    def parse(cls, text: str | None) -> SampleSpec:
+        text = (text or DEFAULT_SPEC).strip().removeprefix("waves=")
+        try:
+            waves = tuple(float(w) for w in text.split(","))
+        except ValueError:
+            waves = ()
+        if len(waves) != 3 or not 0 < waves[0] < waves[1] < waves[2]:
+            raise UserError(f"sample spec {text!r}: give three increasing wave counts, e.g. --sample 1,2,3 "
+                            f"(the default) or --sample 2,3,4")
+        return cls(waves)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return "waves=" + ",".join(f"{w:g}" for w in self.waves)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    bound: float  # absolute: |true - value| is expected under this
+
+    @property
+    def relative_bound(self) -> float:
+        return self.bound / abs(self.value) if self.value else math.inf
+
+
+def _kernel_groups(result: RunResult) -> dict[str, dict[str, float]]:
+    """Per-kernel metrics, a single kernel's under its own name."""
+    groups = result.split_metrics()
+    if len(result.kernels) == 1:
+        return {result.kernels[0]: groups.get("", {})}
+    return {k: v for k, v in groups.items() if k}
+
+
+def launch_ctas(kernel: Kernel, batch: int) -> dict[str, int]:
+    """Per kernel, the CTAs its launches make on `batch` images."""
+    made: dict[str, int] = {}
+    for launch in kernel.launches(batch):
+        made[launch.kernel] = made.get(launch.kernel, 0) + math.prod(launch.grid)
+    return made
+
+
+def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float]:
+    """Per kernel, how many images fill the simulated SMs once at the real `batch`: the SMs and the CTAs
+    an SM holds come from the one-image probe (the simulator's own occupancy), the CTAs an image makes
+    from the launches at `batch` (a GEMM tile may span images, so one image alone can round up)."""
+    sms = probe.metrics.get("simulated_sms")
+    if not sms:
+        raise UserError(f"run {probe.run_id} does not say how many SMs it simulated; sample with a simulator "
+                        "run made by this simflow")
+    ctas = launch_ctas(kernel, batch)
+    out = {}
+    for name, metrics in _kernel_groups(probe).items():
+        per_sm = metrics.get("cta_per_core")
+        if per_sm and ctas.get(name):
+            out[name] = min(sms * per_sm * batch / ctas[name], float(batch))
+    if not out:
+        raise UserError(f"run {probe.run_id} says no CTAs per SM for the kernels of {kernel.variant}")
+    return out
+
+
+def _longest(probe: RunResult, waves: dict[str, float]) -> str:
+    """The kernel the samples are sized for: the one with the most cycles in the probe."""
+    groups = _kernel_groups(probe)
+    return max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
+
+
+def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> tuple[list[int], float]:
+    """The sample batches for the real `batch`, and the images a wave holds for the kernel with the most
+    cycles (the one the samples are sized for)."""
+    waves = wave_images(probe, kernel, batch)
+    main = _longest(probe, waves)
+    batches: list[int] = []
+    for w in spec.waves:  # whole images, rounded down: a wave part full is linear, a few blocks past one are not
+        batches.append(max(math.floor(w * waves[main] + 1e-9), batches[-1] + 1 if batches else 1))
+    if batches[-1] >= batch:
+        raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, batches))} images for "
+                        f"{spec}; a wave of {main} holds {waves[main]:.3g} images): simulate it whole (drop --sample) "
+                        "or sample fewer waves")
+    return batches, waves[main]
+
+
+def _is_count(name: str) -> bool:
+    base = name.split(".", 1)[-1]
+    stat = stat_of(base)
+    return base in _PER_KERNEL_COUNTS or (stat is not None and stat.kind == "cumulative")
+
+
+MIN_STEADY_WAVES = 2.5  # a sample needs its first wave and its last, and half a wave between them
+
+
+def steady_cpi(intervals: list[dict], kernel: str, waves: float) -> float | None:
+    """Cycles per thread instruction of `kernel` in a sample's steady state: over the instructions past
+    its first wave and before its last, from the simulator's progress samples (intervals.csv rows). None
+    when the sample holds under MIN_STEADY_WAVES waves of the kernel or has no progress samples."""
+    rows = [r for r in intervals if r["kernel"] == kernel and not math.isnan(float(r["ipc"]))]
+    if waves < MIN_STEADY_WAVES or not rows:
+        return None
+    done, points = 0.0, [(float(rows[0]["cycle_start"]), 0.0)]
+    for r in rows:
+        done += (float(r["cycle_end"]) - float(r["cycle_start"])) * float(r["ipc"])
+        points.append((float(r["cycle_end"]), done))
+    lo, hi = done / waves, done * (waves - 1) / waves
+    start = next(p for p in points if p[1] >= lo)
+    end = next(p for p in points if p[1] >= hi)
+    if end[1] <= start[1]:
+        return None
+    return (end[0] - start[0]) / (end[1] - start[1])
+
+
+def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
+                wave_images: float | dict[str, float], steady: dict[str, float] | None = None,
+                ctas: Callable[[int], dict[str, int]] | None = None) -> dict[str, Estimate]:
+    """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
+    `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
+    `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
+    (steady_cpi): a second measure of how fast cycles grow, and the cycle bound is the larger of the two
+    disagreements (first slope vs last, steady rate vs last slope), carried to `batch`.
+    `ctas`: per kernel, the CTAs a launch at a batch makes. Where a tile spans images they do not grow with
+    the images, and a count grown along the CTAs instead says how far the images' line may be off."""
+    if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= batch:
+        raise ValueError("three sampled batches, increasing, none above the real batch")
+    (b1, m1), (b2, m2), (b3, m3) = points
+    out: dict[str, Estimate] = {}
+
+    def kernel_of(name: str) -> str:
+        if "." in name:
+            return name.split(".", 1)[0]
+        return next(iter(wave_images)) if isinstance(wave_images, dict) and len(wave_images) == 1 else ""
+
+    def wave_of(name: str) -> float:
+        return wave_images.get(kernel_of(name), 0.0) if isinstance(wave_images, dict) else wave_images
+
+    for name, v3 in m3.items():
+        if name not in m1 or name not in m2 or any(isinstance(m[name], str) or math.isnan(m[name])
+                                                   for m in (m1, m2, m3)):
+            continue
+        base = name.split(".", 1)[-1]
+        if base in _DROPPED or base in CHECK_BETTER or base in MISS_RATES or base in _IPC or base in _OVER_CYCLES:
+            continue
+        if base in _COST:
+            out[name] = Estimate(m1[name] + m2[name] + v3, 0.0)
+        elif _is_count(name):
+            s12 = (m2[name] - m1[name]) / (b2 - b1)
+            s23 = (v3 - m2[name]) / (b3 - b2)
+            bound = abs(s23 - s12) * (batch - b3)
+            if base == "gpu_sim_cycle":
+                cpi = (steady or {}).get(kernel_of(name))
+                insn = name[: -len(base)] + "gpu_sim_insn"
+                # a second measure of the rate: the largest sample's steady state where it has one, free of the
+                # first wave's fill and of a first sample rounded down to part of a wave; else the first slope
+                gap = abs(s23 - cpi * (m3[insn] - m2[insn]) / (b3 - b2)) if cpi and insn in m3 else abs(s23 - s12)
+                rate = max(gap, RATE_FLOOR * abs(s23))
+                bound = rate * (batch - b3) + TAIL_WAVES * abs(s23) * wave_of(name)
+            elif floor := _footprint_floor(base):
+                bound = max(abs(s23 - s12), floor * abs(s23)) * (batch - b3)
+            if ctas is not None:
+                c2, c3, cb = (_ctas_of(ctas(b), kernel_of(name)) for b in (b2, b3, batch))
+                if c3 > c2:  # the same count grown along the CTAs: where a tile spans images, it differs
+                    bound += abs((v3 - m2[name]) / (c3 - c2) * (cb - c3) - s23 * (batch - b3))
+            out[name] = Estimate(max(v3 + s23 * (batch - b3), 0.0), bound)  # a count is never negative
+        else:  # steady state: the largest sample's, bounded by its last move
+            out[name] = Estimate(v3, abs(v3 - m2[name]))
+    # A run of several kernels: its total cycles are its kernels', each estimated on its own.
+    kernel_cycles = [e for n, e in out.items() if n.endswith(".gpu_sim_cycle")]
+    if kernel_cycles and "gpu_sim_cycle" in out:
+        out["gpu_sim_cycle"] = Estimate(sum(e.value for e in kernel_cycles), sum(e.bound for e in kernel_cycles))
+    for name, v3 in m3.items():  # rates over cycles: the sum over cycles is a count, divided by the cycles
+        base, cycles = name.split(".", 1)[-1], name[: -len(name.split(".", 1)[-1])] + "gpu_sim_cycle"
+        known = all(isinstance(m.get(n), float | int) and not math.isnan(m[n]) for m in (m1, m2, m3)
+                    for n in (name, cycles))
+        if base not in _OVER_CYCLES or cycles not in out or not known:
+            continue
+        summed = [m[name] * m[cycles] for m in (m1, m2, m3)]
+        value = (summed[2] + (summed[2] - summed[1]) / (b3 - b2) * (batch - b3)) / out[cycles].value \
+            if out[cycles].value > 0 else v3
+        # bounded by how far the real batch moves it from the largest sample plus that sample's last move, and
+        # by no less than the cycle rate's own floor
+        out[name] = Estimate(value, max(abs(value - v3) + abs(v3 - m2[name]), RATE_FLOOR * abs(value)))
+    for prefix in {n.split(".", 1)[0] + "." if "." in n else "" for n in out}:
+        if prefix + "gpu_tot_sim_cycle" in out and prefix + "gpu_sim_cycle" in out:  # the same cycles, differenced
+            out[prefix + "gpu_tot_sim_cycle"] = out[prefix + "gpu_sim_cycle"]
+        for rate, (num, den) in {**_IPC, **MISS_RATES}.items():
+            top, bottom = out.get(prefix + num), out.get(prefix + den)
+            if top and bottom and bottom.value > 0:
+                value = top.value / bottom.value
+                out[prefix + rate] = Estimate(value, value * (top.relative_bound + bottom.relative_bound))
+    return out
+
+
+def at_batch(job: Job, batch: int) -> Job:
+    return replace(job, problem=job.problem.with_batch(batch))
+
+
+def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
+                    wall_s: float = 0.0) -> RunResult:
+    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound."""
+    batch = job.problem.B
+    waves = wave_images(probe, job.kernel(), batch)
+    last = samples[-1]
+    steady = {}
+    if last.artifacts.get("intervals") and Path(last.artifacts["intervals"]).is_file():
+        with open(last.artifacts["intervals"], newline="") as f:
+            rows = list(csv.DictReader(f))
+        for kernel, wave in waves.items():
+            cpi = steady_cpi(rows, kernel, last.problem.B / wave)
+            if cpi:
+                steady[kernel] = cpi
+    kernel = job.kernel()
+    estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady,
+                            lambda images: launch_ctas(kernel, images))
+    result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                       problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed,
+                       environment=dict(last.environment), kernels=list(last.kernels),
+                       units={k: v for s in samples for k, v in s.units.items()})
+    for name, e in estimates.items():
+        result.metrics[name] = e.value
+    for name in last.metrics:  # the samples' own checks: the worst of them
+        if name.split(".", 1)[-1] in CHECK_BETTER:
+            values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
+            result.metrics[name] = (sum if name.endswith("checked_elements") else max)(values) if values else math.nan
+    main = _longest(probe, waves)
+    result.estimate = {
+        "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
+        "wave_images": round(waves[main], 4),
+        "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
+        "fraction": (probe.problem.B + sum(s.problem.B for s in samples)) / batch,
+        "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
+        "bounds": {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}}
+    result.run_id, folder = new_run_folder(job.variant, results)
+    write_json(folder / "job.json", {**job.as_dict(), "sample": str(spec)})
+    result.artifacts = {"run_dir": str(folder)}
+    keep_result(result, folder)
+    return result
