@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from simflow.errors import LimitError
-from simflow.kernels.families import FftVariant, WinogradVariant, winograd_matrices
 from simflow.kernels.problems import Problem, get_problem
 from simflow.kernels.reference import TOLERANCE, conv2d_reference, make_inputs
+from simflow.kernels.transforms import FftVariant, WinogradVariant, winograd_matrices
 from simflow.kernels.variants import render
 
 
