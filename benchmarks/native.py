@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import CACHE_ROTATION_BYTES, HOLD_US, GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
+from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 
@@ -330,7 +330,7 @@ def main(argv=None) -> int:
                 rows.append({**base, "variant": variant, "params": label, "status": "refused", "reason": str(exc)})
                 print(f"  {variant:16s} {label:22s} refused: {exc}")
                 continue
-            result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
+            result = gpu.run(Job.make(variant, params, problem, "gpu", warmup=3, repeats=args.repeats), None, kernel)
             m = result.metrics
             unit = unit_of(variant, kernel.precision)
             row = {**base, "floor_ms": round(floor(problem, ceilings, unit, kernel.io), 4), "unit": unit,

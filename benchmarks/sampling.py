@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import Problem  # noqa: E402
 from simflow.results.store import Store  # noqa: E402
-from simflow.run.jobs import Job  # noqa: E402
 from simflow.run.sweep import run_sampled, run_sweep, stored_run  # noqa: E402
 from simflow.run.sweep_file import Sweep  # noqa: E402
 from simflow.sim.sampling import SampleSpec, at_batch, sample_batches  # noqa: E402

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from native import floor, time_cudnn, unit_ceilings  # noqa: E402
 
-from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
+from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 from simflow.run.tune import best_config  # noqa: E402
@@ -121,7 +121,8 @@ def main() -> int:
                 except UserError as exc:
                     row.setdefault("refused", []).append(f"{variant}: {str(exc)[:60]}")
                     continue
-                result = gpu.run(kernel, problem.B, RunOptions(seed=0, warmup=3, repeats=args.repeats))
+                job = Job.make(variant, params, problem, "gpu", warmup=3, repeats=args.repeats)
+                result = gpu.run(job, None, kernel)
                 if result.status != "passed":
                     row.setdefault("failed", []).append(f"{variant} {params}: {result.status} {result.reason[:80]}")
                     continue

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from native import time_cudnn  # noqa: E402
 
-from simflow.backends import RunOptions  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
+from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import Problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 
@@ -99,9 +99,9 @@ def main() -> int:
                         kernel = VARIANTS[variant].render(problem, params)
                     except UserError:
                         continue  # refused by name (winograd past K=3, an FFT tile under K, regtile's limits)
-                    options = RunOptions(seed=0, warmup=2, repeats=args.repeats,
-                                         sample_check=problem.flops > FULL_CHECK_FLOPS)
-                    result = gpu.run(kernel, problem.B, options)
+                    job = Job.make(variant, params, problem, "gpu", warmup=2, repeats=args.repeats,
+                                   sample_check=problem.flops > FULL_CHECK_FLOPS)
+                    result = gpu.run(job, None, kernel)
                     if result.status != "passed":
                         failed.append(f"{problem.name} {variant} {params}: {result.status} {result.reason[:100]}")
                         continue

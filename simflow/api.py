@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import UserError
+from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, Problem, get_problem
 from .kernels.variants import Kernel
 from .results.record import RunResult
-from .sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
+from .sim.config import DEFAULT_CONFIG
 
 __all__ = ["render", "run", "sim", "parse", "import_logs", "runs", "diff", "compare", "explain", "report",
            "use_stats", "use_variants", "problem_of"]
@@ -52,7 +52,8 @@ def render(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: di
 
 def _job_run(variant: str, problem, params: dict | None, batch: int | None, backend: str, results, store: bool,
              **options) -> RunResult:
-    from .run.jobs import Job, run_job
+    from .job import Job
+    from .run.jobs import run_job
 
     job = Job.make(variant, dict(params or {}), problem_of(problem, batch), backend, **options)
     result = run_job(job, _results(results))
@@ -82,8 +83,8 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
     `simflow sim --sample` (simflow.sim.sampling), on `workers` local processes; the estimate's record has
     `.estimate` (spec, batches, fraction simulated, each metric's bound). Always stored."""
     if sample is not None:
+        from .job import Job
         from .results.store import Store
-        from .run.jobs import Job
         from .run.sweep import run_sampled
         from .sim.sampling import SampleSpec
 

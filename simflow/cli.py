@@ -13,13 +13,13 @@ from pathlib import Path
 
 from . import __version__
 from .backends import backend_names
-from .backends.base import DEFAULT_REPEATS, DEFAULT_WARMUP
 from .errors import ToolError, UserError
+from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
 from .kernels.variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
 from .results.folders import replace_with, write_text
 from .sim.catalogue import SUMMARY
-from .sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S
+from .sim.config import DEFAULT_CONFIG
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
 
@@ -461,7 +461,8 @@ def _profile_args(p: argparse.ArgumentParser) -> None:
 @command("profile", _profile_args, help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
                                        "backend gpu-ncu under the simulator's stat names")
 def cmd_profile(args) -> int:
-    from .run.jobs import Job, run_job
+    from .job import Job
+    from .run.jobs import run_job
 
     problem = _problem(args)
     job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu-ncu", seed=args.seed,
@@ -563,7 +564,8 @@ def cmd_show(args) -> int:
             bound = run.bound(row["metric"])
             row["bound"] = "" if math.isnan(bound) else f"{bound:.3g}"
     print(_table(rows))
-    print("environment: " + ", ".join(f"{k}={v}" for k, v in run.environment.items()))
+    config = {"config": run.config, "config_key": run.config_key} if run.config else {}  # the job's, beside the run's
+    print("environment: " + ", ".join(f"{k}={v}" for k, v in sorted({**run.environment, **config}.items())))
     for kind, path in run.artifacts.items():
         print(f"{kind}: {path}")
     return 0
@@ -995,14 +997,13 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 @command("check", _check_args, help="render, compile and run every variant on every backend present")
 def cmd_check(args) -> int:
-    from .backends import RunOptions
     from .run.check import run_check
 
     problem = _problem(args)
     quiet = args.json
     if not quiet:
         print(f"simflow {__version__}: checking every variant on {problem.describe()}")
-    report = run_check(problem, RunOptions(seed=args.seed, repeats=args.repeats),
+    report = run_check(problem, _results(args), seed=args.seed, repeats=args.repeats,
                        progress=(lambda _m: None) if quiet else print)
     failed = [r["variant"] for r in report.rows if any(str(v).startswith("FAILED") for v in r.values())]
     if quiet:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
-from .backends import Finding, backend_class, backend_names
+from .backends import backend_class, backend_names
+from .backends.base import Finding
 from .kernels.toolkits import CUDA11_HELP, find_toolkits
 
 

@@ -4,6 +4,7 @@ combination a renderer must handle, and a sweep of real simulator runs."""
 import itertools
 
 from simflow.errors import LimitError
+from simflow.job import Job
 from simflow.kernels.problems import Problem
 from simflow.kernels.variants import VARIANTS
 
@@ -11,6 +12,11 @@ PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
 WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
 NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
 WINOGRAD_PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=3, pad=1, name="odd-3x3")  # winograd: 3x3 filters only
+
+
+def job_of(kernel, backend: str = "gpgpusim", **options) -> Job:
+    """The job whose rendering is `kernel`: its variant, parameters and problem, on `backend`."""
+    return Job.make(kernel.variant, dict(kernel.params), kernel.problem, backend, **options)
 
 
 def problem_for(variant: str) -> Problem:

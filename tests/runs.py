@@ -11,13 +11,14 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from cases import job_of
 
-from simflow.backends import RunResult
 from simflow.backends.gpgpusim import finish, prepare
 from simflow.kernels.problems import get_problem
 from simflow.kernels.reference import conv2d_reference, make_inputs
 from simflow.kernels.variants import render
-from simflow.results.folders import new_run_folder, write_json
+from simflow.results.folders import keep_result, new_run_folder, write_json
+from simflow.results.record import RunResult
 from simflow.sim.config import load_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -26,8 +27,9 @@ PROBLEM = get_problem("batch3x3")
 
 def sim_record(results: Path, variant: str = "global", wrong: bool = False, log: Path | None = None) -> RunResult:
     """`log`: another real log of this variant on batch3x3 (e.g. one of tests/data with progress samples)."""
-    run_id, folder = new_run_folder(variant, results)
-    prepare(render(variant, PROBLEM), PROBLEM.B, load_config("SM7_QV100"), 0, 600, folder, run_id)
+    _, folder = new_run_folder(variant, results)
+    kernel = render(variant, PROBLEM)
+    prepare(job_of(kernel, config="SM7_QV100", timeout_s=600), kernel, load_config("SM7_QV100"), folder)
     shutil.copy(log or EXAMPLES / f"accelsim-fork_qv100_batch3x3_{variant}.log.gz", folder / "sim.log.gz")
     write_json(folder / "execution.json", {"wall_s": 3.3, "returncode": 0, "timed_out": False,
                                            "config_hash": "d36264132f3a29ca", "config_base": "SM7_QV100"})
@@ -36,7 +38,9 @@ def sim_record(results: Path, variant: str = "global", wrong: bool = False, log:
     if wrong:
         y[0, 0, 0, 0] += 10
     y.tofile(folder / "y.bin")
-    return finish(folder)
+    result = finish(folder)
+    keep_result(result, folder)
+    return result
 
 
 def gpu_record(run_id: str, variant: str, time_ms: float, params: dict | None = None) -> RunResult:

@@ -5,11 +5,13 @@ import sys
 
 import pytest
 
-from simflow.backends import Availability, Backend, backend_class, backend_names, register
+from simflow.backends import backend_class, backend_names, register
+from simflow.backends.base import Availability, Backend
+from simflow.job import Job
 from simflow.kernels.problems import get_problem
 from simflow.results.metrics import default_metrics, speed_metric
 from simflow.results.store import Store
-from simflow.run.jobs import Job, run_job
+from simflow.run.jobs import run_job
 from simflow.run.sweep import run_sweep
 from simflow.run.sweep_file import load_sweep
 
@@ -42,10 +44,11 @@ class EchoBackend(Backend):
     def probe(cls):
         return Availability(True, "always here")
 
-    def run(self, kernel, batch, options):
-        result = RunResult(status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
-                           problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
-                           kernels=kernel.kernel_names, seed=options.seed)
+    def run(self, job, folder, kernel=None):
+        kernel = kernel or job.kernel()
+        result = RunResult(status="passed", backend=self.name, variant=job.variant, params=dict(job.params),
+                           problem=job.problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
+                           seed=job.seed, job=job)
         result.add("source_lines", kernel.source.count("\\n"))
         return result
 '''

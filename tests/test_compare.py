@@ -1,6 +1,7 @@
 """diff and compare tables, their formats, and the commands around the store."""
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -159,7 +160,9 @@ def mixed_store(tmp_path):
                        created=earlier)
     wrong = sim_record(tmp_path, "global", wrong=True)
     wrong.created = earlier
-    small = _variant_of(sh, environment={**sh.environment, "config": "SM7_QV100_small", "config_key": "small"})
+    small = _variant_of(sh, environment={**sh.environment, "config": "SM7_QV100_small", "config_key": "small"},
+                        job=dataclasses.replace(sh.job, config="SM7_QV100_small", config_name="SM7_QV100_small",
+                                                config_key="small"))
     with Store(tmp_path) as store:
         for r in (g, sh, late, wrong, small, gpu_record("g16", "global", 0.020),
                   gpu_record("g32", "global", 0.030, {"tile": 32}), gpu_record("s16", "shared", 0.016)):

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cases import job_of
 from conftest import sigint_default, simflow
 from hardware import UPSTREAM_ROOT
 
-from simflow.backends import RunOptions
 from simflow.backends.gpgpusim import (
     GpgpusimBackend,
     execute,
@@ -31,9 +31,10 @@ from simflow.kernels.problems import get_problem
 from simflow.kernels.reference import conv2d_reference, make_inputs
 from simflow.kernels.toolkits import cuda_install_path
 from simflow.kernels.variants import render
-from simflow.results.folders import new_run_folder, write_json
+from simflow.results.folders import keep_result, new_run_folder, write_json
 from simflow.results.store import Store
 from simflow.run import orphans
+from simflow.run.jobs import run_job
 from simflow.sim import container
 from simflow.sim.config import load_config
 from simflow.sim.standalone import cuda11_toolkit
@@ -46,8 +47,9 @@ GLOBAL_LOG = ROOT / "examples" / "accelsim-fork_qv100_batch3x3_global.log.gz"
 
 def prepared(tmp_path, variant="global", log: Path | None = None, facts: dict | None = None, y=None):
     """A run folder as the execute step would leave it, around a real simulator log."""
-    run_id, folder = new_run_folder(variant, tmp_path)
-    prepare(render(variant, PROBLEM), PROBLEM.B, load_config("SM7_QV100"), 0, 60, folder, run_id)
+    _, folder = new_run_folder(variant, tmp_path)
+    kernel = render(variant, PROBLEM)
+    prepare(job_of(kernel, config="SM7_QV100", timeout_s=60), kernel, load_config("SM7_QV100"), folder)
     if log is not None:
         shutil.copy(log, folder / "sim.log.gz")
     if facts is not None:
@@ -55,6 +57,13 @@ def prepared(tmp_path, variant="global", log: Path | None = None, facts: dict | 
     if y is not None:
         np.asarray(y, dtype=np.float32).tofile(folder / "y.bin")
     return folder
+
+
+def finished(folder: Path):
+    """The record finish makes of a run folder, kept as run_job keeps it (result.json, written once)."""
+    result = finish(folder)
+    keep_result(result, folder)
+    return result
 
 
 def reference_output():
@@ -79,7 +88,7 @@ def test_folder_holds_everything_the_execute_step_needs(tmp_path):
 
 def test_passed_run_from_a_real_log(tmp_path):
     folder = prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=reference_output())
-    result = finish(folder)
+    result = finished(folder)
     assert result.status == "passed", result.reason
     m = result.metrics
     assert m["gpu_sim_cycle"] == 6693 and m["gpu_ipc"] == 111.094 and m["L1D_total_cache_accesses"] == 6080
@@ -94,13 +103,13 @@ def test_passed_run_from_a_real_log(tmp_path):
 def test_wrong_output_is_a_wrong_result(tmp_path):
     y = reference_output()
     y[1, 2, 3, 4] += 1.0
-    result = finish(prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=y))
+    result = finished(prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=y))
     assert result.status == "wrong_result" and "1 of 4096 output elements wrong" in result.reason
     assert "worst at (b, m, y, x) = (1, 2, 3, 4)" in result.reason
 
 
 def test_missing_output_is_a_crash(tmp_path):
-    result = finish(prepared(tmp_path, log=GLOBAL_LOG, facts={}))
+    result = finished(prepared(tmp_path, log=GLOBAL_LOG, facts={}))
     assert result.status == "crashed" and "wrote 0 of 4096 outputs" in result.reason
 
 
@@ -116,7 +125,7 @@ def test_missing_output_is_a_crash(tmp_path):
 ])
 def test_failed_runs_get_their_status_and_keep_the_log(tmp_path, log, facts, status, reason):
     folder = prepared(tmp_path, log=DATA / log, facts=facts)
-    result = finish(folder)
+    result = finished(folder)
     assert result.status == status
     assert re.search(reason, result.reason), result.reason
     assert (folder / "sim.log.gz").is_file() and json.loads((folder / "result.json").read_text())["status"] == status
@@ -124,16 +133,16 @@ def test_failed_runs_get_their_status_and_keep_the_log(tmp_path, log, facts, sta
 
 def test_build_error_and_lost_execution(tmp_path):
     folder = prepared(tmp_path, facts={"build_error": "nvcc (CUDA 11.8) failed to build the standalone program"})
-    assert finish(folder).status == "compile_error"
+    assert finished(folder).status == "compile_error"
     lost = prepared(tmp_path)  # the execute step never wrote execution.json
-    result = finish(lost)
+    result = finished(lost)
     assert result.status == "crashed" and "execution.json" in result.reason
 
 
 def test_a_setup_failure_is_a_run_that_aborted_with_the_users_fix(tmp_path):
     """The simulator never started (the image lacks a part): a record `runs` lists, not a folder it hides."""
     folder = prepared(tmp_path, facts={"setup_error": "GPGPU-Sim not found: GPGPUSIM_ROOT is not set"})
-    result = finish(folder)
+    result = finished(folder)
     assert result.status == "aborted" and "did not start: GPGPU-Sim not found: GPGPUSIM_ROOT" in result.reason
     assert json.loads((folder / "result.json").read_text())["status"] == "aborted"
 
@@ -141,14 +150,16 @@ def test_a_setup_failure_is_a_run_that_aborted_with_the_users_fix(tmp_path):
 def test_refusals_come_before_any_folder_and_need_no_simulator(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "no-engine-here"))
     monkeypatch.setenv("GPGPUSIM_ROOT", "")
-    backend = GpgpusimBackend(docker_image="unused", results=tmp_path)
+    backend, folder = GpgpusimBackend(), tmp_path / "run"
+    folder.mkdir()
     kernel = dataclasses.replace(render("global", PROBLEM), sim_unsupported="wmma.mma.sync is not in its PTX parser")
-    assert backend.run(kernel, PROBLEM.B, RunOptions()).reason == "wmma.mma.sync is not in its PTX parser"
+    job = job_of(kernel, docker_image="unused")
+    assert backend.run(job, folder, kernel).reason == "wmma.mma.sync is not in its PTX parser"
     big = get_problem(None, shape="1,1024,4,16,16,5,2")
-    result = backend.run(render("shared_weights", big, {"tile": 32}), 1, RunOptions())
-    assert result.status == "refused"
+    result = backend.run(job_of(render("shared_weights", big, {"tile": 32}), docker_image="unused"), folder)
+    assert result.status == "refused" and result.job.docker_image == "unused"
     assert "shared memory per block on Tesla V100 (sm_70) (opt-in maximum)" in result.reason
-    assert not (tmp_path / "runs").exists()
+    assert not any(folder.iterdir())  # nothing written: a refusal needs no files
 
 
 def test_docker_command_line(tmp_path):
@@ -176,9 +187,9 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.delenv("SIMFLOW_ENGINE", raising=False)
     with pytest.raises(UserError, match="docker command, which is not on PATH.*install Docker Engine"):
-        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path).require()
+        GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="simflow-gpgpusim"))
     with pytest.raises(UserError, match="unknown container engine 'lxc'; valid engines: docker, podman"):
-        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path, engine="lxc").require()
+        GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="simflow-gpgpusim", engine="lxc"))
     # An engine without the image: refused before any folder is made, and nothing is pulled.
     monkeypatch.setattr(container, "CATATONIT", (sys.executable,))  # podman's --init helper is there
     log = tmp_path / "calls"
@@ -186,7 +197,7 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
                                     "exit 125\n")
     with pytest.raises(UserError, match="no image 'simflow-gpgpusim' in the local podman engine .*never pulls.*"
                                         "simflow image build --tag simflow-gpgpusim"):
-        GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path).require()
+        GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="simflow-gpgpusim"))
     assert log.read_text().split() == ["image", "inspect", "--format", "{{.Id}}", "simflow-gpgpusim"]
     assert not (tmp_path / "runs").exists()
     # The engine lists a container whose owner is gone (a simflow killed with kill -9) and one whose owner lives:
@@ -201,12 +212,12 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     fake_engine(tmp_path, "docker", 'if [ "$1" = image ]; then echo sha256:1; exit 0; fi\n'
                                     'echo "docker: Error response from daemon: OCI runtime create failed" >&2\n'
                                     "exit 125\n")
-    backend = GpgpusimBackend(docker_image="simflow-gpgpusim", results=tmp_path, engine="docker")
-    backend.require()
+    engine = GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="simflow-gpgpusim",
+                                            engine="docker"))
     folder = prepared(tmp_path)
-    execute_in_container(folder, "simflow-gpgpusim", backend.engine)
+    execute_in_container(folder, "simflow-gpgpusim", engine)
     assert (folder / "docker.cmd").read_text().startswith("docker run --rm --init --pull never --name simflow-")
-    result = finish(folder)
+    result = finished(folder)
     assert result.status == "aborted"
     assert re.search("exited with 125 without running the simulator: .*OCI runtime create", result.reason)
 
@@ -214,7 +225,7 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
 def test_timeout_must_be_positive(tmp_path):
     for bad in (0, -5):
         with pytest.raises(UserError, match="timeout must be more than 0 seconds"):
-            GpgpusimBackend(docker_image="x", timeout_s=bad, results=tmp_path)
+            GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="x", timeout_s=bad))
     proc = simflow("sim", "global", "--timeout", "0", env={"SIMFLOW_RESULTS": str(tmp_path)})
     assert proc.returncode == 1 and "timeout must be more than 0 seconds" in proc.stderr
 
@@ -252,16 +263,16 @@ def test_global_and_shared_pass_and_shared_uses_shared_memory(tmp_path):
 @pytest.mark.gpgpusim
 def test_sim_exec_runs_the_same_folder_with_the_same_result(tmp_path):
     """What the container runs (simflow sim-exec FOLDER), run natively."""
-    backend = GpgpusimBackend(config="SM7_QV100_small", results=tmp_path)
-    native = backend.run(render("shared", PROBLEM), PROBLEM.B, RunOptions())
-    run_id, folder = new_run_folder("shared", tmp_path)
-    prepare(render("shared", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
+    native = run_job(job_of(render("shared", PROBLEM), config="SM7_QV100_small", timeout_s=600), tmp_path)
+    _, folder = new_run_folder("shared", tmp_path)
+    kernel = render("shared", PROBLEM)
+    prepare(job_of(kernel, config="SM7_QV100_small", timeout_s=600), kernel, load_config("SM7_QV100_small"), folder)
     env = {**os.environ, "CUDA_INSTALL_PATH": str(cuda_install_path(cuda11_toolkit())), "PYTHONPATH": str(ROOT)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     proc = subprocess.run([sys.executable, "-m", "simflow", "sim-exec", str(folder)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    contained = finish(folder)
+    contained = finished(folder)
     assert native.status == contained.status == "passed"
     for name in ("gpu_sim_cycle", "gpu_sim_insn", "L1D_total_cache_accesses", "gpgpu_n_shmem_insn"):
         assert native.metrics[name] == contained.metrics[name]
@@ -270,20 +281,19 @@ def test_sim_exec_runs_the_same_folder_with_the_same_result(tmp_path):
 
 @pytest.mark.gpgpusim
 def test_real_timeout_and_real_abort(tmp_path):
-    backend = GpgpusimBackend(timeout_s=0.5, results=tmp_path)
-    result = backend.run(render("global", PROBLEM), PROBLEM.B, RunOptions())
+    result = run_job(job_of(render("global", PROBLEM), timeout_s=0.5), tmp_path)
     assert result.status == "timed_out" and Path(result.artifacts["log"]).is_file()
     overlay = tmp_path / "bad.toml"
     overlay.write_text('base = "SM7_QV100"\n[options]\ngpgpu_no_such_option = 3\n')
-    result = GpgpusimBackend(config=str(overlay), results=tmp_path).run(render("global", PROBLEM), PROBLEM.B,
-                                                                          RunOptions())
+    result = run_job(job_of(render("global", PROBLEM), config=str(overlay)), tmp_path)
     assert result.status == "aborted" and "Unknown Option" in result.reason
 
 
 @pytest.mark.gpgpusim
 def test_execute_writes_the_merged_config_and_cleans_scratch(tmp_path):
-    run_id, folder = new_run_folder("global", tmp_path)
-    prepare(render("global", PROBLEM), PROBLEM.B, load_config("SM7_QV100_small"), 0, 600, folder, run_id)
+    _, folder = new_run_folder("global", tmp_path)
+    kernel = render("global", PROBLEM)
+    prepare(job_of(kernel, config="SM7_QV100_small", timeout_s=600), kernel, load_config("SM7_QV100_small"), folder)
     facts = execute(folder)
     assert facts["returncode"] == 0 and not facts["timed_out"]
     lines = (folder / "gpgpusim.config").read_text().splitlines()
@@ -466,7 +476,7 @@ def test_transform_variants_pass_in_the_simulator(tmp_path, variant, problem, pa
     """winograd (4 kernels) and fft (5) run under the simulator and pass the elementwise check with the
     bound their algorithm states, stored in run.json for the judge."""
     kernel = render(variant, get_problem(problem) if "," not in problem else get_problem(None, shape=problem), params)
-    result = GpgpusimBackend(results=tmp_path).run(kernel, kernel.problem.B, RunOptions())
+    result = run_job(job_of(kernel), tmp_path)
     assert result.status == "passed", result.reason
     assert len(result.kernels) == (4 if variant == "winograd" else 5)
     assert all(result.metrics[f"{name}.gpu_sim_cycle"] > 0 for name in result.kernels)

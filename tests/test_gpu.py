@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simflow.backends import RunOptions
 from simflow.errors import LimitError
+from simflow.job import Job
 from simflow.kernels.problems import Problem, get_problem
 from simflow.kernels.variants import VARIANTS
 
@@ -38,6 +38,12 @@ def _configs():
 CONFIGS = list(_configs())
 
 
+def run(gpu, kernel, batch: int, **options):
+    """`kernel` (this rendering, not a new one) as a job of `batch` images on the GPU."""
+    job = Job.make(kernel.variant, dict(kernel.params), kernel.problem.with_batch(batch), "gpu", **options)
+    return gpu.run(job, None, kernel)
+
+
 @pytest.fixture(scope="module")
 def gpu():
     from simflow.backends.gpu import GpuBackend
@@ -53,7 +59,7 @@ def test_matches_reference(gpu, variant, params, problem):
         kernel = VARIANTS[variant].render(problem, params)
     except LimitError as exc:
         pytest.skip(f"refused, as it should be: {exc}")
-    result = gpu.run(kernel, problem.B, RunOptions(seed=7, warmup=1, repeats=2))
+    result = run(gpu, kernel, problem.B, seed=7, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.metrics["checked_elements"] == result.metrics.get(
         "checked_elements") > 0 and result.environment["check"] == "full"
@@ -67,8 +73,8 @@ def test_matches_reference(gpu, variant, params, problem):
 def test_fresh_inputs_each_seed(gpu):
     problem = SHAPES[0]
     kernel = VARIANTS["shared"].render(problem)
-    a = gpu.run(kernel, problem.B, RunOptions(seed=1, repeats=1))
-    b = gpu.run(kernel, problem.B, RunOptions(seed=2, repeats=1))
+    a = run(gpu, kernel, problem.B, seed=1, repeats=1)
+    b = run(gpu, kernel, problem.B, seed=2, repeats=1)
     assert a.passed and b.passed
     assert a.metrics["rel_error"] != b.metrics["rel_error"]
 
@@ -76,10 +82,10 @@ def test_fresh_inputs_each_seed(gpu):
 def test_every_element_is_checked_on_a_large_problem_and_a_sample_only_when_asked(gpu):
     problem = get_problem("toycnn")
     kernel = VARIANTS["shared"].render(problem)
-    result = gpu.run(kernel, 1, RunOptions(repeats=2))
+    result = run(gpu, kernel, 1, repeats=2)
     assert result.passed, result.reason
     assert result.environment["check"] == "full" and result.metrics["checked_elements"] == 256 * 224 * 224
-    sampled = gpu.run(kernel, 1, RunOptions(repeats=2, sample_check=True))
+    sampled = run(gpu, kernel, 1, repeats=2, sample_check=True)
     assert sampled.passed and sampled.environment["check"] == "sample" and sampled.metrics["checked_elements"] == 4096
 
 
@@ -90,7 +96,7 @@ def test_limits_come_from_the_device(gpu):
 
 def test_batch_over_grid_limit_is_refused(gpu):
     problem = get_problem("batch3x3", batch=70000)
-    result = gpu.run(VARIANTS["global"].render(problem), problem.B, RunOptions(repeats=1))
+    result = run(gpu, VARIANTS["global"].render(problem), problem.B, repeats=1)
     assert result.status == "refused"
     assert "grid dimension z" in result.reason
 
@@ -140,12 +146,12 @@ def test_profile_stores_counters_under_the_simulators_names(gpu, tmp_path):
     """simflow profile under the real ncu: one launch of each kernel, aligned and raw counters."""
     import shutil
 
-    from simflow.backends.ncu import profile
-    from simflow.run.jobs import Job
+    from simflow.job import Job
+    from simflow.run.jobs import run_job
 
     if not shutil.which("ncu") and not __import__("os").path.exists("/usr/local/cuda/bin/ncu"):
         pytest.skip("no ncu on this machine")
-    result = profile(Job.make("shared", {}, get_problem("batch3x3"), "gpu"), tmp_path)
+    result = run_job(Job.make("shared", {}, get_problem("batch3x3"), "gpu-ncu"), tmp_path)
     assert result.status == "passed", result.reason
     m = result.metrics
     assert m["gpu_tot_issued_cta"] == 16 and m["gpgpu_n_shmem_bkconflict"] >= 0 and m["gpu_sim_cycle"] > 0
@@ -161,13 +167,13 @@ def test_streams_split_the_batch_and_overlap_copies(gpu, variant, params):
     the reference; one-stream and copy-alone times come from the same run."""
     problem = get_problem("fmnist-conv2", batch=10)
     kernel = VARIANTS[variant].render(problem, {**params, "streams": 4})
-    result = gpu.run(kernel, problem.B, RunOptions(seed=3, warmup=1, repeats=3))
+    result = run(gpu, kernel, problem.B, seed=3, warmup=1, repeats=3)
     assert result.status == "passed", result.reason
     m = result.metrics
     assert m["pipeline_ms"] > 0 and m["pipeline_serial_ms"] > 0 and m["h2d_ms"] > 0 and m["d2h_ms"] > 0
     assert m["pipeline_speedup"] == pytest.approx(m["pipeline_serial_ms"] / m["pipeline_ms"])
-    assert "pipeline_ms" not in gpu.run(VARIANTS[variant].render(problem, params), problem.B,
-                                        RunOptions(repeats=1)).metrics  # streams=0: kernels only
+    assert "pipeline_ms" not in run(gpu, VARIANTS[variant].render(problem, params), problem.B,
+                                    repeats=1).metrics  # streams=0: kernels only
 
 
 HALF_IO_SHAPES = [SHAPES[-1], Problem(B=2, C=256, M=128, H=28, W=28, K=1, name="1x1-256-128-28")]
@@ -180,7 +186,7 @@ def test_mma_nchw_half_io_matches_reference(gpu, params, problem):
     """io=float16: half x and w in, half y out, against the float64 reference of the same half values; the
     bytes behind GB/s are halves."""
     kernel = VARIANTS["mma_nchw"].render(problem, {"precision": "fp16", "io": "float16", **params})
-    result = gpu.run(kernel, problem.B, RunOptions(seed=5, warmup=1, repeats=2))
+    result = run(gpu, kernel, problem.B, seed=5, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
     gbps = problem.min_bytes("float16") / (result.metrics["time_ms"] * 1e-3) / 1e9
@@ -204,7 +210,7 @@ NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "
                               for v, p in NHWC_HALF_CONFIGS])
 def test_nhwc_half_io_matches_reference(gpu, variant, params, problem):
     kernel = VARIANTS[variant].render(problem, {"precision": "fp16", "io": "float16", **params})
-    result = gpu.run(kernel, problem.B, RunOptions(seed=6, warmup=1, repeats=2))
+    result = run(gpu, kernel, problem.B, seed=6, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
@@ -213,14 +219,14 @@ def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):
     """streams with io=float16: the page-locked host copies are half, and the split run's y passes the check."""
     problem = Problem(B=6, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120-b6")
     kernel = VARIANTS["mma_nchw"].render(problem, {"precision": "fp16", "io": "float16", "streams": 2})
-    result = gpu.run(kernel, problem.B, RunOptions(seed=2, warmup=1, repeats=2))
+    result = run(gpu, kernel, problem.B, seed=2, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["h2d_gbps"] == pytest.approx(problem.B * 48 * 120 * 2 / (result.metrics["h2d_ms"] * 1e6))
 
 
 def test_more_streams_than_images_is_refused(gpu):
     problem = get_problem("fmnist-conv2", batch=2)
-    result = gpu.run(VARIANTS["regtile"].render(problem, {"streams": 4}), problem.B, RunOptions(repeats=1))
+    result = run(gpu, VARIANTS["regtile"].render(problem, {"streams": 4}), problem.B, repeats=1)
     assert result.status == "refused" and "streams" in result.reason and "the batch, 2" in result.reason
 
 
@@ -262,12 +268,13 @@ def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
     caught = 0
     for precision, tolerance in TOLERANCE.items():
         kernel = dataclasses.replace(VARIANTS["global"].render(problem), precision=precision)
-        assert gpu._check(kernel, problem, device, right, RunOptions()).passed
+        job = Job.make("global", {}, problem, "gpu")
+        assert gpu._check(kernel, problem, device, right, job).passed
         rng = np.random.default_rng(1)
         for kind in ("zeroed element", "zeroed row", "NaN", "off-by-one shift"):
             y = right.copy()
             _inject(kind, y, ref, scale, tolerance, rng)
-            verdict = gpu._check(kernel, problem, device, y, RunOptions())
+            verdict = gpu._check(kernel, problem, device, y, job)
             assert not verdict.passed and verdict.checked == y.size, (kind, precision, verdict.reason)
             caught += 1
     print(f"{problem.name}: {caught} of 12 injected faults caught over {right.size} outputs")
@@ -297,7 +304,7 @@ def test_transform_variants_on_every_suite_layer_they_accept(gpu, problem, varia
     except LimitError as exc:
         assert problem.stride != 1 or (variant == "winograd" and problem.K != 3) or "fft tile" in str(exc)
         pytest.skip(f"refused, as it should be: {exc}")
-    result = gpu.run(kernel, problem.B, RunOptions(seed=11, warmup=1, repeats=2))
+    result = run(gpu, kernel, problem.B, seed=11, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
     print(f"margin {variant} {kernel.precision} {problem.name}: max |y-ref|/S = "

@@ -15,14 +15,25 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def _executed(tree: ast.AST):
+    """Every node but those under `if TYPE_CHECKING:` (imports for annotations alone, never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            yield from (n for child in node.orelse for n in [child, *_executed(child)])
+            continue
+        yield node
+        yield from _executed(node)
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the simflow modules it imports anywhere in its text. `from . import x` is an import of the
-    submodule x, not of the package; `from . import name` of anything else is one of the package."""
+    """Module -> the simflow modules it imports anywhere in its text (annotation-only imports aside). `from . import
+    x` is an import of the submodule x, not of the package; `from . import name` of anything else is one of the
+    package."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _executed(ast.parse(path.read_text())):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]

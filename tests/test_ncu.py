@@ -10,10 +10,11 @@ import pytest
 from runs import sim_record
 
 from simflow.analysis.compare import comparable, correlate, diff
-from simflow.backends import RunResult, ncu
+from simflow.backends import ncu
 from simflow.errors import UserError
 from simflow.kernels.problems import get_problem
 from simflow.kernels.variants import render
+from simflow.results.record import RunResult
 from simflow.results.store import Store
 
 DATA = Path(__file__).parent / "data"
@@ -93,15 +94,16 @@ def test_command_line():
 
 def test_a_strided_layer_is_profiled_at_its_stride(tmp_path, monkeypatch):
     """The profiled run is the job's own layer: its shape reaches `simflow run` whole, the stride included."""
+    from simflow.job import Job
     from simflow.kernels.problems import parse_shape
-    from simflow.run.jobs import Job
 
     fake = tmp_path / "ncu"
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/argv\nexit 1\n')
     fake.chmod(0o755)
     monkeypatch.setenv("SIMFLOW_NCU", str(fake))
     job = Job.make("global", {}, parse_shape("2,3,4,16,16,3,1,2"), "gpu-ncu")
-    ncu.profile(job, tmp_path)
+    (folder := tmp_path / "run").mkdir()
+    ncu.profile(job, folder)
     argv = (tmp_path / "argv").read_text().splitlines()
     assert argv[argv.index("--shape") + 1] == "2,3,4,16,16,3,1,2"
 

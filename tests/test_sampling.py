@@ -15,11 +15,11 @@ from simflow.analysis.compare import comparison
 from simflow.analysis.compare import diff as diff_runs
 from simflow.analysis.explain import as_dict, explain
 from simflow.errors import UserError
+from simflow.job import Job
 from simflow.kernels.problems import Problem
 from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
-from simflow.run.jobs import Job
 from simflow.run.sweep_file import load_sweep
 from simflow.sim.sampling import (
     MISS_FLOOR,
@@ -91,7 +91,9 @@ def test_samples_must_be_three_increasing_batches_under_the_real_one():
 # ---- every metric of a run, the records, the store and the commands that show estimates --------------
 
 
-JOB = Job.make("global", {}, PROBLEM.with_batch(400), "gpgpusim", config="SM7_QV100_small")
+# config_key "k": the one the records below carry (test data)
+JOB = dataclasses.replace(Job.make("global", {}, PROBLEM.with_batch(400), "gpgpusim", config="SM7_QV100_small"),
+                          config_key="k")
 # _run's layer at 400 images: the rate's floor (62.5 cycles an image) over the 352 images past the largest
 # sample, and the tail's share of a 1000-cycle wave
 CYCLE_BOUND = RATE_FLOOR * 62.5 * (400 - 48) + TAIL_WAVES * 1000

@@ -95,12 +95,13 @@ def test_a_version_1_database_gains_the_estimate_column_and_its_runs_read_as_who
     old = gpu_record("r1", "global", 1.0)
     with Store(tmp_path) as store:
         store.add(old)
-        store.conn.execute("ALTER TABLE runs DROP COLUMN estimate")  # the layout version 1 wrote
+        store.conn.execute("ALTER TABLE runs DROP COLUMN job")  # the layout version 1 wrote
+        store.conn.execute("ALTER TABLE runs DROP COLUMN estimate")
         store.conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     with Store(tmp_path, read_only=True) as store:  # a reader reads the old layout as it is
         assert [r.estimate for r in store.runs()] == [{}]
     with Store(tmp_path) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == store_module.SCHEMA_VERSION
         (run,) = store.runs()
         assert run.estimate == {} and not run.sampled
         assert store.cached(old.fingerprint, old.problem, old.backend, "") == "r1"
@@ -133,7 +134,7 @@ def test_cache_lookup(tmp_path):
     assert bad.status == "wrong_result"
     with Store(tmp_path) as store:
         store.add(bad)
-        key = (good.fingerprint, good.problem, "gpgpusim", good.environment["config_key"])
+        key = (good.fingerprint, good.problem, "gpgpusim", good.job.config_key)
         assert store.cached(*key) == bad.run_id
         assert store.cached(*key, failed_too=False) is None
         store.add(good)
@@ -166,7 +167,7 @@ def test_selecting_and_resolving(tmp_path):
 def test_result_json_reads_back_to_the_same_record(tmp_path):
     import json
 
-    from simflow.backends import RunResult
+    from simflow.results.record import RunResult
 
     result = sim_record(tmp_path, "shared")
     again = RunResult.from_dict(json.loads((tmp_path / "runs" / result.run_id / "result.json").read_text()))
@@ -175,6 +176,7 @@ def test_result_json_reads_back_to_the_same_record(tmp_path):
 
 def _running_folder(tmp_path, owner: str):
     """A run folder as `simflow sim` leaves it from its start: the running record, a partly written log."""
+    from simflow.job import Job
     from simflow.kernels.problems import get_problem
     from simflow.kernels.variants import get_variant
     from simflow.results.folders import keep_result, new_run_folder
@@ -185,7 +187,8 @@ def _running_folder(tmp_path, owner: str):
     run_id, folder = new_run_folder("global", tmp_path)
     (folder / "sim.log").write_text("GPGPU-Sim: partial\n")
     files = {"run_dir": str(folder), "log": str(folder / "sim.log")}
-    record = RunResult.running("gpgpusim", kernel, 1, 0, run_id, files, 600, {"config": "SM7_QV100", "config_key": "k"})
+    job = Job.make("global", {}, get_problem("batch3x3").with_batch(1), "gpgpusim", config="SM7_QV100")
+    record = RunResult.running(job, kernel, run_id, files, 600)
     record.environment["owner"] = owner or orphans.owner()
     keep_result(record, folder)
     return run_id, folder

@@ -1,17 +1,21 @@
-"""Backends run a rendered kernel: `gpu` (PyCUDA on a real GPU), `gpgpusim` (the cycle simulator),
-`gpu-ncu` (the GPU path once under Nsight Compute, its counters under the simulator's names).
+"""Backends run a job: `gpu` (PyCUDA on a real GPU), `gpgpusim` (the cycle simulator), `gpu-ncu` (the GPU
+path once under Nsight Compute, its counters under the simulator's names).
 
-Backend modules are imported only when asked for, so `import simflow` pulls in no GPU library. A new
-backend is one module with a Backend subclass (its facts as class attributes) and one line here.
+Backend modules are imported only when asked for (by name, through this registry), so `import simflow` pulls
+in no GPU library. A new backend is one module with a Backend subclass (simflow.backends.base: its facts as
+class attributes) and one line here.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from .base import Availability, Backend, Finding, RunOptions, RunResult
+
+if TYPE_CHECKING:  # the registry names its classes; it imports none of them until asked
+    from .base import Backend
 
 _BACKENDS = {
     "gpu": "simflow.backends.gpu:GpuBackend",
@@ -46,4 +50,4 @@ for _entry in filter(None, os.environ.get(ENV, "").split(";")):
         _BACKENDS[_name.strip()] = _target.strip()
 
 
-__all__ = ["Availability", "Backend", "Finding", "RunOptions", "RunResult", "backend_class", "backend_names"]
+__all__ = ["backend_class", "backend_names", "register"]

@@ -1,4 +1,5 @@
-"""What every backend shares: the options of a run and the interface that produces its result."""
+"""What every backend shares: the interface that runs a job and produces its record, and the facts a backend
+declares about itself."""
 
 from __future__ import annotations
 
@@ -7,22 +8,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from ..job import Job
 from ..kernels.variants import Kernel
 from ..results.record import STATUSES, RunResult, utc_timestamp
 
-__all__ = ["STATUSES", "Availability", "Backend", "Finding", "RunOptions", "RunResult", "utc_timestamp"]
-
-DEFAULT_WARMUP = 3  # untimed launches before the timed ones
-DEFAULT_REPEATS = 20  # timed launches (the median is reported)
-
-
-@dataclass
-class RunOptions:
-    seed: int = 0
-    warmup: int = DEFAULT_WARMUP
-    repeats: int = DEFAULT_REPEATS
-    check: bool = True
-    sample_check: bool = False  # judge a seeded sample of outputs instead of every one (only when asked)
+__all__ = ["STATUSES", "Availability", "Backend", "Finding", "Job", "RunResult", "utc_timestamp"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +43,7 @@ class Backend(ABC):
 
     name: ClassVar[str]
     takes_config: ClassVar[bool] = False  # a simulator config is part of each of its jobs
+    default_config: ClassVar[str] = ""  # the config a job gets when it names none
     serial: ClassVar[bool] = False  # its jobs run one at a time (timings must not share one device)
     default_metrics: ClassVar[tuple[str, ...]] = ()  # what a comparison shows when the user names none
     speed_metric: ClassVar[str] = ""  # lower is faster; a comparison's speed-up comes from it ('' = none)
@@ -73,14 +64,25 @@ class Backend(ABC):
         return [Finding(cls.name, avail.available, avail.detail, avail.how_to_get)]
 
     @classmethod
-    def from_job(cls, job, results: Path) -> Backend:
-        """The backend that runs `job` (jobs.Job), its run folders under `results`."""
-        return cls()
+    def config_identity(cls, config: str) -> tuple[str, str]:
+        """A config as a job names it (a name or a file): its own name, and what makes two the same before they
+        run. Refused (UserError) where there is no such config. Only backends that take a config have one."""
+        return config, ""
+
+    @classmethod
+    def instance(cls) -> Backend:
+        """The one instance that runs this process's jobs (a GPU context and its module cache are made once)."""
+        if cls not in _INSTANCES:
+            _INSTANCES[cls] = cls()
+        return _INSTANCES[cls]
 
     @abstractmethod
-    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        """Compile, run, check and measure `kernel` on `batch` images."""
+    def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
+        """Compile, run, check and measure the job, its files in `folder` (a new run folder); the record carries the
+        job. `kernel`: the job's rendered kernel where the caller has it already (job.kernel() otherwise)."""
 
+
+_INSTANCES: dict[type, Backend] = {}
 
 
 def headline(cls: type[Backend], metrics: dict) -> str:

@@ -34,17 +34,17 @@ from ..kernels.problems import Problem
 from ..kernels.reference import Tolerance, check_output, make_inputs, output_shape
 from ..kernels.toolkits import CUDA11_HELP, cuda_install_path
 from ..kernels.variants import Kernel
-from ..results.folders import keep_result, new_run_folder, replace_with, write_csv, write_json
+from ..results.folders import keep_result, replace_with, write_csv, write_json
 from ..run import orphans
 from ..sim import container
 from ..sim import probe as simulator_probe
 from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
 from ..sim.catalogue import aggregate, stat_of
-from ..sim.config import DEFAULT_CONFIG, DEFAULT_TIMEOUT_S, SimConfig, config_key, load_config, write_run_config
+from ..sim.config import DEFAULT_CONFIG, SimConfig, config_key, load_config, write_run_config
 from ..sim.log import SimLog, parse_file
 from ..sim.simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
 from ..sim.standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
-from .base import Availability, Backend, Finding, RunOptions, RunResult, utc_timestamp
+from .base import Availability, Backend, Finding, Job, RunResult, utc_timestamp
 
 CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host waits this much longer
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
@@ -55,23 +55,22 @@ INTERVALS = "intervals.csv"  # per-interval IPC, occupancy and L1D hit rate (sim
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
 
 
-def prepare(kernel: Kernel, batch: int, config: SimConfig, seed: int, timeout_s: float, folder: Path,
-            run_id: str) -> None:
-    """Everything the execute step needs, in the run folder: sources, inputs, run.json."""
-    problem = kernel.problem.with_batch(batch)
-    program = render_program(kernel, batch)
+def prepare(job: Job, kernel: Kernel, config: SimConfig, folder: Path) -> None:
+    """Everything the execute step needs, in the run folder: sources, inputs, run.json (the job, and the merged
+    config: a container has no overlay file of the host)."""
+    problem = job.problem
+    program = render_program(kernel, problem.B)
     (folder / "kernel.cu").write_text(kernel.source)
     (folder / "program.cu").write_text(program.source)
-    x, w = make_inputs(problem, seed)
+    x, w = make_inputs(problem, job.seed)
     x.tofile(folder / "x.bin")
     w.tofile(folder / "w.bin")
     write_json(folder / "run.json", {
-        "simflow_version": __version__, "run_id": run_id, "created": utc_timestamp(), "variant": kernel.variant,
-        "params": kernel.params, "problem": problem.as_dict(), "batch": batch, "seed": seed,
+        "simflow_version": __version__, "run_id": folder.name, "created": utc_timestamp(), "job": job.as_dict(),
         "precision": kernel.precision, "output": kernel.output, "kernels": kernel.kernel_names,
         "tolerance": dataclasses.asdict(kernel.check_tolerance), "fingerprint": kernel.fingerprint(),
         "program_fingerprint": program.fingerprint, "build_options": list(SIM_BUILD_OPTIONS),
-        "config": config.as_dict(), "timeout_s": timeout_s, "wmma_forms": list(kernel.wmma_forms),
+        "config": config.as_dict(), "timeout_s": job.timeout_s, "wmma_forms": list(kernel.wmma_forms),
     })
 
 
@@ -106,7 +105,7 @@ def execute(folder: Path) -> dict:
         facts["simulator_probe_error"] = str(exc).splitlines()[0]
     try:
         started = time.monotonic()
-        binary = build_program((folder / "program.cu").read_text(), spec["variant"], toolkit,
+        binary = build_program((folder / "program.cu").read_text(), spec["job"]["variant"], toolkit,
                                tuple(spec["build_options"]))
         facts["build_s"] = round(time.monotonic() - started, 3)  # about 0 when the compile cache had it
         shutil.copy2(binary, folder / "program")
@@ -197,16 +196,14 @@ def execute_in_container(folder: Path, image: str, engine_cmd: str) -> None:
 
 
 def finish(folder: Path) -> RunResult:
-    """Read what the execute step left and decide the run's status; writes result.json."""
+    """Read what the execute step left and decide the run's status: the run's record (the caller keeps it)."""
     spec = json.loads((folder / "run.json").read_text())
-    problem = Problem(**spec["problem"])
-    result = RunResult(status="passed", backend="gpgpusim", variant=spec["variant"], params=spec["params"],
-                       problem=problem, fingerprint=spec["fingerprint"], kernels=list(spec["kernels"]),
-                       run_id=spec["run_id"], seed=spec["seed"], created=spec["created"])
+    job = Job.from_dict(spec["job"])
+    result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                       problem=job.problem, fingerprint=spec["fingerprint"], kernels=list(spec["kernels"]),
+                       run_id=spec["run_id"], seed=job.seed, created=spec["created"], job=job)
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "program_source": str(folder / "program.cu")}
-    result.environment["config"] = spec["config"]["name"]
-    result.environment["config_key"] = config_key(SimConfig(**spec["config"]))
     path = folder / "execution.json"
     facts = json.loads(path.read_text()) if path.is_file() else {}
     recorded = ("config_base", "config_hash", "cuda", "docker_image", "container_engine", "host")
@@ -228,8 +225,7 @@ def finish(folder: Path) -> RunResult:
         result.status, result.reason = "compile_error", facts["build_error"]
         result.artifacts["build_log"] = str(folder / "build.log")
     else:
-        _judge(folder, spec, facts, problem, result)
-    keep_result(result, folder)
+        _judge(folder, spec, facts, job.problem, result)
     return result
 
 
@@ -321,7 +317,7 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
             result.status = "crashed"
             result.reason = f"the program wrote {y.size} of {int(np.prod(shape))} outputs to y.bin"
             return
-        x, w = make_inputs(problem, spec["seed"])
+        x, w = make_inputs(problem, spec["job"]["seed"])
         tolerance = Tolerance(**spec["tolerance"]) if "tolerance" in spec else None  # runs before it: the precision's
         result.judge(check_output(problem, x, w, y.reshape(shape), spec["precision"], op=op, tolerance=tolerance))
 
@@ -335,10 +331,12 @@ class GpgpusimBackend(Backend):
     speed_metric = "gpu_sim_cycle"
     check_max_flops = 50e6  # a check simulates small problems only (batch3x3: 0.3 MFLOP, about 3 s a variant)
 
+    default_config = DEFAULT_CONFIG
+
     @classmethod
-    def from_job(cls, job, results) -> GpgpusimBackend:
-        return cls(config=job.config, docker_image=job.docker_image or None, timeout_s=job.timeout_s,
-                   results=results, engine=job.engine or None)
+    def config_identity(cls, config: str) -> tuple[str, str]:
+        loaded = load_config(config)
+        return loaded.name, config_key(loaded)
 
     @classmethod
     def probe(cls) -> Availability:
@@ -376,29 +374,19 @@ class GpgpusimBackend(Backend):
         """The simulator: where simflow looked, each build's probed capabilities, and the container engines."""
         return [*simulator_findings(probe_builds, refresh), *engine_findings()]
 
-    def __init__(self, config: str | SimConfig = DEFAULT_CONFIG, docker_image: str | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, results: Path | None = None, engine: str | None = None) -> None:
-        if not timeout_s > 0:
-            raise UserError(f"the simulator's timeout must be more than 0 seconds, got {timeout_s:g}")
-        self.config = config if isinstance(config, SimConfig) else load_config(config)
-        self.docker_image = docker_image
-        self.timeout_s = timeout_s
-        self.results = results
-        self._engine_name = engine
-        self.engine = ""  # the container engine's command, once require() has found it
-
-    def require(self) -> None:
-        """What this run needs, or a UserError saying what is missing and how to get it: the simulator
-        and CUDA 11.x natively; the engine and the image for a container. Cheap; checked once."""
-        if getattr(self, "_required", False):
-            return
-        if self.docker_image is None:
+    @staticmethod
+    def require(job: Job) -> str:
+        """What this job needs, or a UserError saying what is missing and how to get it: the simulator and CUDA
+        11.x natively; the engine and the image for a container (its command is returned)."""
+        if not job.timeout_s > 0:
+            raise UserError(f"the simulator's timeout must be more than 0 seconds, got {job.timeout_s:g}")
+        if not job.docker_image:
             find_simulator()
             cuda11_toolkit()
-        else:
-            self.engine = container.engine(self._engine_name)
-            container.check_image(self.docker_image, self.engine)
-        self._required = True
+            return ""
+        engine = container.engine(job.engine or None)
+        container.check_image(job.docker_image, engine)
+        return engine
 
     @staticmethod
     def refusal(kernel: Kernel, batch: int) -> str:
@@ -411,23 +399,21 @@ class GpgpusimBackend(Backend):
             return f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
         return ""
 
-    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        refusal = self.refusal(kernel, batch)  # a refusal needs no simulator: it comes first
+    def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
+        kernel = kernel or job.kernel()
+        refusal = self.refusal(kernel, job.problem.B)  # a refusal needs no simulator: it comes first
         if refusal:
-            return RunResult.refusal(self.name, kernel, batch, refusal, options.seed,
-                                     {"config": self.config.name, "config_key": config_key(self.config)})
-        self.require()  # before any folder is made
-        run_id, folder = new_run_folder(kernel.variant, self.results)
-        prepare(kernel, batch, self.config, options.seed, self.timeout_s, folder, run_id)
+            return RunResult.refusal(job, kernel, refusal)
+        engine = self.require(job)  # before anything is written
+        prepare(job, kernel, load_config(job.config), folder)
         # the record first, as running: a simflow killed outright leaves a run that is listed and importable
-        grace = CONTAINER_GRACE_S if self.docker_image else WATCHDOG_GRACE_S
-        keep_result(RunResult.running(self.name, kernel, batch, options.seed, run_id, {
+        grace = CONTAINER_GRACE_S if job.docker_image else WATCHDOG_GRACE_S
+        keep_result(RunResult.running(job, kernel, folder.name, {
             "run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
             "program_source": str(folder / "program.cu"), "log": str(folder / "sim.log")},
-            self.timeout_s + grace + BUILD_ALLOWANCE_S,
-            {"config": self.config.name, "config_key": config_key(self.config)}), folder)
-        if self.docker_image:
-            execute_in_container(folder, self.docker_image, self.engine)
+            job.timeout_s + grace + BUILD_ALLOWANCE_S), folder)
+        if job.docker_image:
+            execute_in_container(folder, job.docker_image, engine)
         else:
             execute(folder)
         return finish(folder)

@@ -8,6 +8,7 @@ import os
 import shutil
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theore
 from ..kernels.reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
-from .base import Availability, Backend, Finding, RunOptions, RunResult
+from .base import Availability, Backend, Finding, Job, RunResult
 
 try:
     import pycuda
@@ -73,7 +74,6 @@ def _primary_context():
     return _PRIMARY[0]
 
 
-_INSTANCE: list = []  # one GPU backend per process: one context, one module cache
 
 
 class GpuBackend(Backend):
@@ -81,12 +81,6 @@ class GpuBackend(Backend):
     serial = True
     default_metrics = ("time_ms", "gflops", "gbps", "registers", "theoretical_occupancy")
     speed_metric = "time_ms"
-
-    @classmethod
-    def from_job(cls, job, results) -> GpuBackend:
-        if not _INSTANCE:
-            _INSTANCE.append(cls())
-        return _INSTANCE[0]
 
     @classmethod
     def probe(cls) -> Availability:
@@ -185,12 +179,15 @@ class GpuBackend(Backend):
             list(pool.map(_compile_into_cache, sources, [builds[s] for s in sources], [str(folder)] * len(sources)))
         return len(sources)
 
-    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        problem = kernel.problem.with_batch(batch)
+    def run(self, job: Job, folder: Path | None = None, kernel: Kernel | None = None) -> RunResult:
+        """The job on this GPU; its files are the run folder's (the rendered source and job.json, written by
+        the caller: the module itself stays in memory). `folder` may be None for a run that keeps nothing."""
+        kernel = kernel or job.kernel()
+        problem, batch = job.problem, job.problem.B
         result = RunResult(
-            status="passed", backend=self.name, variant=kernel.variant, params=kernel.params,
+            status="passed", backend=self.name, variant=job.variant, params=dict(job.params),
             problem=problem, fingerprint=kernel.fingerprint(), environment=self.environment(),
-            kernels=kernel.kernel_names, seed=options.seed,
+            kernels=kernel.kernel_names, seed=job.seed, job=job,
         )
         try:
             launches = kernel.launches(batch)
@@ -216,17 +213,17 @@ class GpuBackend(Backend):
                 func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.dynamic_smem)
         self._resources(result, functions, launches)
         try:
-            self._execute(kernel, problem, module, functions, launches, options, result)
+            self._execute(kernel, problem, module, functions, launches, job, result)
         except drv.Error as exc:
             result.status, result.reason = "launch_error", f"CUDA error: {exc}"
         return result
 
-    def _check(self, kernel: Kernel, problem, device: dict, y_host: np.ndarray, options: RunOptions) -> Check:
+    def _check(self, kernel: Kernel, problem, device: dict, y_host: np.ndarray, job: Job) -> Check:
         """Every output element against a float64 reference computed on this GPU; a seeded sample
-        checked on the host instead when options.sample_check."""
-        if options.sample_check:
-            x, w = make_inputs(problem, options.seed, np.dtype(kernel.io))
-            return check_output(problem, x, w, y_host, kernel.precision, seed=options.seed, method="sample",
+        checked on the host instead when job.sample_check."""
+        if job.sample_check:
+            x, w = make_inputs(problem, job.seed, np.dtype(kernel.io))
+            return check_output(problem, x, w, y_host, kernel.precision, seed=job.seed, method="sample",
                                 op=kernel.output, tolerance=kernel.check_tolerance)
         flat = y_host.reshape(-1)
         chunks = ((flat[first:first + ref.size], ref, scale)
@@ -279,9 +276,9 @@ class GpuBackend(Backend):
             result.add(prefix + "theoretical_occupancy", round(100 * occ.occupancy, 2), "%")
             result.environment[prefix + "occupancy_limited_by"] = occ.limited_by
 
-    def _execute(self, kernel, problem, module, functions, launches, options: RunOptions, result) -> None:
+    def _execute(self, kernel, problem, module, functions, launches, job: Job, result) -> None:
         io = np.dtype(kernel.io)  # x, w and y in device memory; the reference reads float32 copies of the same values
-        x, w = make_inputs(problem, options.seed, io)
+        x, w = make_inputs(problem, job.seed, io)
         out_shape = kernel.output_shape(problem.B)
         out_elems = int(np.prod(out_shape))
         # Inputs that fit in L2 would be timed from the cache: rotate over several copies.
@@ -317,12 +314,11 @@ class GpuBackend(Backend):
         self.context.synchronize()
         y_host = np.empty(out_shape, dtype=io)
         drv.memcpy_dtoh(y_host, buffers[0]["y"])
-        if options.check:
-            result.judge(self._check(kernel, problem, reference, y_host.astype(np.float32, copy=False), options))
+        result.judge(self._check(kernel, problem, reference, y_host.astype(np.float32, copy=False), job))
 
         # Timing: warm-up, then one event pair per repeat, queued behind the hold kernel; median, min, max.
         enqueue_us = []
-        for i in range(options.warmup):
+        for i in range(job.warmup):
             t0 = time.perf_counter()
             launch_all(buffers[i % sets])
             enqueue_us.append(1e6 * (time.perf_counter() - t0))
@@ -331,7 +327,7 @@ class GpuBackend(Backend):
         hold = self._hold()
         start, end = drv.Event(), drv.Event()
         times, exposed = [], 0
-        for i in range(options.repeats):
+        for i in range(job.repeats):
             hold(np.uint64(1000 * hold_us), block=(1, 1, 1), grid=(1, 1, 1))
             t0 = time.perf_counter()
             start.record()
@@ -341,12 +337,12 @@ class GpuBackend(Backend):
             end.synchronize()
             times.append(start.time_till(end))
         result.environment["timing"] = (f"CUDA events around the launches, queued behind a {hold_us:.0f} us hold "
-                                        f"kernel; host enqueue outlasted it in {exposed} of {options.repeats}")
+                                        f"kernel; host enqueue outlasted it in {exposed} of {job.repeats}")
         median = statistics.median(times)
         result.add("time_ms", median, "ms")
         result.add("time_ms_min", min(times), "ms")
         result.add("time_ms_max", max(times), "ms")
-        result.add("repeats", options.repeats)
+        result.add("repeats", job.repeats)
         result.add("input_sets", sets)
         result.add("gflops", problem.flops / (median * 1e-3) / 1e9, "GFLOP/s")
         result.add("gbps", problem.min_bytes(kernel.io) / (median * 1e-3) / 1e9, "GB/s")
@@ -354,13 +350,13 @@ class GpuBackend(Backend):
             buf.free()
         streams = kernel.params.get("streams", 0)
         if streams:
-            self._time_transfers(kernel, problem, functions, x, w, buffers[0], reference, streams, options, result)
+            self._time_transfers(kernel, problem, functions, x, w, buffers[0], reference, streams, job, result)
         for bufs in buffers + ([] if reference is buffers[0] else [reference]):
             for buf in bufs.values():
                 buf.free()
 
     def _time_transfers(self, kernel, problem, functions, x, w, device: dict, reference: dict, streams: int,
-                        options: RunOptions, result: RunResult) -> None:
+                        job: Job, result: RunResult) -> None:
         """The whole layer from host to host: copy x in, run the kernels, copy y out, with the batch split into
         `streams` chunks on as many streams so one chunk's copies overlap another's kernels; timed against
         the same work on one stream (copies and kernels in series) and each copy alone, in this run. Host
@@ -394,7 +390,7 @@ class GpuBackend(Backend):
         def timed(fn, parts) -> float:
             """Median ms of fn(parts) from one event on the first stream to the last stream's end."""
             head, times = parts[0][0], []
-            for i in range(options.warmup + options.repeats):
+            for i in range(job.warmup + job.repeats):
                 start, stop = drv.Event(), drv.Event()
                 start.record(head)
                 for stream, *_ in parts[1:]:
@@ -406,7 +402,7 @@ class GpuBackend(Backend):
                     head.wait_for_event(done)
                 stop.record(head)
                 stop.synchronize()
-                if i >= options.warmup:
+                if i >= job.warmup:
                     times.append(start.time_till(stop))
             return statistics.median(times)
 
@@ -432,11 +428,11 @@ class GpuBackend(Backend):
         result.add("pipeline_serial_ms", serial_ms, "ms")
         result.add("pipeline_ms", pipelined_ms, "ms")
         result.add("pipeline_speedup", serial_ms / pipelined_ms, "x")
-        if options.check:  # what the split run left in y_host, against the reference; the metrics stay the first run's
-            check = self._check(kernel, problem, reference, np.asarray(y_host).astype(np.float32, copy=False), options)
-            if not check.passed and result.status == "passed":
-                result.status = "wrong_result"
-                result.reason = f"with the batch split over {streams} streams: {check.reason}"
+        # what the split run left in y_host, against the reference; the metrics stay the first run's
+        check = self._check(kernel, problem, reference, np.asarray(y_host).astype(np.float32, copy=False), job)
+        if not check.passed and result.status == "passed":
+            result.status = "wrong_result"
+            result.reason = f"with the batch split over {streams} streams: {check.reason}"
 
 
 def device_limits(dev) -> DeviceLimits:

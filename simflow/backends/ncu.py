@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..job import Job
 from ..kernels.variants import Kernel, show_value
-from ..results.folders import keep_result, new_run_folder
-from ..run.jobs import Job
-from .base import Availability, Backend, Finding, RunOptions, RunResult
+from .base import Availability, Backend, Finding, RunResult
 
 NCU_OPTIONS = ("--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none")
 NCU_HELP = ("Nsight Compute's ncu comes with the CUDA toolkit (/usr/local/cuda/bin/ncu) or as the "
@@ -195,12 +194,11 @@ def read_output(result: RunResult, raw: str, returncode: int, log_path: Path, ch
         result.reason = f"the profiled run did not pass: {(child or {}).get('reason', '')} (see {log_path})"
 
 
-def profile(job: Job, results: Path) -> RunResult:
-    """Run the job's GPU path once under ncu; a run of backend gpu-ncu (its files in a run folder)."""
+def profile(job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
+    """Run the job's GPU path once under ncu; a run of backend gpu-ncu, its files in `folder` (ncu.cmd, ncu.log,
+    and the profiled run's own folder under target/)."""
     ncu = find_ncu()
-    kernel = job.kernel()
-    run_id, folder = new_run_folder(job.variant, results)
-    (folder / "kernel.cu").write_text(kernel.source)
+    kernel = kernel or job.kernel()
     problem = job.problem
     target = [sys.executable, "-m", "simflow", "run", job.variant,
               *[f"--param={k}={show_value(v)}" for k, v in job.params],
@@ -213,8 +211,9 @@ def profile(job: Job, results: Path) -> RunResult:
     raw = proc.stdout + proc.stderr
     (folder / "ncu.log").write_text(raw)
     result = RunResult(status="passed", backend="gpu-ncu", variant=job.variant, params=dict(job.params),
-                       problem=problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names, run_id=run_id,
-                       seed=job.seed, environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
+                       problem=problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
+                       run_id=folder.name, seed=job.seed, job=job,
+                       environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "log": str(folder / "ncu.log")}
     kept = sorted((folder / "target" / "runs").glob("*/result.json"))  # the profiled run's own record
@@ -225,7 +224,6 @@ def profile(job: Job, results: Path) -> RunResult:
         except (OSError, ValueError):
             child = {"status": "crashed", "reason": f"its result.json ({kept[-1]}) is unreadable"}
     read_output(result, raw, proc.returncode, folder / "ncu.log", child)
-    keep_result(result, folder)
     return result
 
 
@@ -235,9 +233,6 @@ class NcuBackend(Backend):
     default_metrics = ("gpu_sim_insn", "gpgpu_n_tot_w_icount", "gpu_occupancy",
                        "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", "gpgpu_n_shmem_insn")
     in_check = False  # `simflow profile` is the way in; check runs and times, it does not profile
-
-    def __init__(self, job=None, results: Path | None = None) -> None:
-        self.job, self.results = job, results
 
     @classmethod
     def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
@@ -256,11 +251,5 @@ class NcuBackend(Backend):
         except UserError as exc:
             return Availability(False, str(exc), "install Nsight Compute (ncu), part of the CUDA toolkit")
 
-    @classmethod
-    def from_job(cls, job, results) -> NcuBackend:
-        return cls(job, results)
-
-    def run(self, kernel: Kernel, batch: int, options: RunOptions) -> RunResult:
-        if self.job is None:
-            raise ValueError("NcuBackend runs jobs: make it with from_job")
-        return profile(self.job, self.results)  # keeps its own run folder (ncu.cmd, ncu.log, result.json)
+    def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
+        return profile(job, folder, kernel)

@@ -12,8 +12,13 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 
+from ..job import Job
 from ..kernels.problems import Problem
 from ..run.orphans import owner, owner_alive
+
+# result.json's format. 2: the record carries its job ("job"); a file without "format" is 1 and is read through
+# migrate(), its job made from the fields and the environment that held them then.
+FORMAT = 2
 
 # A run's status. Only "passed" means the kernel ran and matched the reference. Four come from
 # the simulator: it crashed (no exit line), aborted (an assertion or error it printed), ran past
@@ -65,12 +70,21 @@ class RunResult:
     # simulated and their runs, the fraction of the images simulated, and each metric's error bound.
     # Empty for a run that simulated or measured the whole problem.
     estimate: dict = field(default_factory=dict)
+    # The job this run made (simflow.job): what the store files it under. A record made without one (a log of
+    # another application, an old result.json) gets the job its fields describe.
+    job: Job | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
         if not self.created:
             self.created = utc_timestamp()
+        if self.job is None:
+            env = self.environment
+            self.job = Job(self.variant, tuple(self.params.items()), self.problem, self.backend,
+                           config=env.get("config", ""), config_name=env.get("config", ""),
+                           config_key=env.get("config_key", ""), docker_image=env.get("docker_image", ""),
+                           seed=self.seed)
 
     @property
     def passed(self) -> bool:
@@ -87,26 +101,24 @@ class RunResult:
         return math.nan if value is None else float(value)
 
     @classmethod
-    def refusal(cls, backend: str, kernel, batch: int, reason: str, seed: int = 0,
-                environment: dict | None = None) -> RunResult:
+    def refusal(cls, job: Job, kernel, reason: str, environment: dict | None = None) -> RunResult:
         """A run that was not made, and why: the same record on every path (a backend, a sweep)."""
-        return cls(status="refused", backend=backend, variant=kernel.variant, params=kernel.params,
-                   problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(), reason=reason,
-                   kernels=list(kernel.kernel_names), seed=seed, environment=dict(environment or {}))
+        return cls(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
+                   problem=job.problem, fingerprint=kernel.fingerprint(), reason=reason,
+                   kernels=list(kernel.kernel_names), seed=job.seed, environment=dict(environment or {}), job=job)
 
     @classmethod
-    def running(cls, backend: str, kernel, batch: int, seed: int, run_id: str, artifacts: dict, longest_s: float,
-                environment: dict | None = None) -> RunResult:
+    def running(cls, job: Job, kernel, run_id: str, artifacts: dict, longest_s: float) -> RunResult:
         """The record of a run from its start: written to its folder first, so that a run whose process is
         killed outright is still listed and importable (as interrupted). `artifacts`: the files it will keep
         (run_dir first); `longest_s`: past this the run has surely ended (its timeout and the watchdog's grace),
         wherever it ran."""
         deadline = (datetime.now(UTC) + timedelta(seconds=longest_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return cls(status="running", backend=backend, variant=kernel.variant, params=kernel.params,
-                   problem=kernel.problem.with_batch(batch), fingerprint=kernel.fingerprint(),
+        return cls(status="running", backend=job.backend, variant=job.variant, params=dict(job.params),
+                   problem=job.problem, fingerprint=kernel.fingerprint(),
                    reason=f"running since {utc_timestamp()} (process {owner()})",
-                   kernels=list(kernel.kernel_names), seed=seed, run_id=run_id, artifacts=dict(artifacts),
-                   environment={**(environment or {}), "owner": owner(), "deadline": deadline})
+                   kernels=list(kernel.kernel_names), seed=job.seed, run_id=run_id, artifacts=dict(artifacts),
+                   environment={"owner": owner(), "deadline": deadline}, job=job)
 
     def settled(self) -> RunResult:
         """A running record whose process has ended without finishing it (`kill -9`, a lost machine) reads as
@@ -157,9 +169,10 @@ class RunResult:
         return groups
 
     def to_dict(self) -> dict:
-        out = asdict(self)
+        out = {"format": FORMAT, **asdict(self)}
         out["problem"] = self.problem.as_dict()
         out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
+        out["job"] = self.job.as_dict()
         return out
 
     def to_json(self) -> str:
@@ -167,9 +180,27 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> RunResult:
-        """The inverse of to_dict (a result.json read back)."""
+        """The inverse of to_dict (a result.json read back, an older format through migrate)."""
+        data = migrate(data)
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["problem"] = Problem(**data["problem"])
         kw["metrics"] = {k: from_stored(v) for k, v in data.get("metrics", {}).items()}
+        kw["job"] = Job.from_dict(data["job"])
         return cls(**kw)
+
+
+def migrate(data: dict) -> dict:
+    """A result.json of an older format as the current one. Format 1 had no job: its variant, parameters,
+    problem, backend and seed were fields, its simulator config and image in the environment."""
+    version = data.get("format", 1)
+    if version > FORMAT:
+        raise ValueError(f"result.json format {version} is newer than this simflow reads ({FORMAT}): update simflow")
+    if version == 1:
+        env = data.get("environment", {})
+        data = {**data, "format": FORMAT, "job": {
+            "variant": data["variant"], "params": data.get("params", {}), "problem": data["problem"],
+            "backend": data["backend"], "config": env.get("config", ""), "config_name": env.get("config", ""),
+            "config_key": env.get("config_key", ""), "docker_image": env.get("docker_image", ""),
+            "seed": data.get("seed", 0)}}
+    return data

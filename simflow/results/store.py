@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..errors import UserError
+from ..job import Job
 from ..kernels.problems import Problem
 from ..resources import results_dir
 from .record import RunResult, from_stored, to_stored
@@ -67,6 +68,10 @@ MIGRATIONS: list[str] = [
     # 2: sampled simulation: a run whose metrics are estimates keeps how (JSON, '' for a whole run)
     """
     ALTER TABLE runs ADD COLUMN estimate TEXT NOT NULL DEFAULT ''
+    """,
+    # 3: the job each run made (JSON, simflow.job.Job; '' for runs stored before: the columns are their job)
+    """
+    ALTER TABLE runs ADD COLUMN job TEXT NOT NULL DEFAULT ''
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -289,13 +294,13 @@ class Store:
             raise ValueError("a stored run needs a run id (new_run_folder gives one)")
         if result.settled().status == "running":
             raise StoreError(f"run {result.run_id} is still running ({result.reason}); it is stored when it ends")
-        env = result.environment
-        runner = f"docker:{env['docker_image']}" if env.get("docker_image") else "native"
-        row = (result.run_id, result.created, result.variant, json.dumps(result.params, sort_keys=True),
-               result.fingerprint, result.problem.name, shape_key(result.problem), result.backend, runner,
-               env.get("config", ""), env.get("config_key", ""), env.get("config_hash", ""), result.status,
-               result.reason, result.seed, json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__,
-               json.dumps(result.estimate, sort_keys=True) if result.estimate else "")
+        job, env = result.job, result.environment  # the job's columns come from the job, the run's from the run
+        row = (result.run_id, result.created, job.variant, json.dumps(dict(job.params), sort_keys=True),
+               result.fingerprint, job.problem.name, shape_key(job.problem), job.backend, job.runner, job.config_name,
+               job.config_key, env.get("config_hash", ""), result.status, result.reason, job.seed,
+               json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__,
+               json.dumps(result.estimate, sort_keys=True) if result.estimate else "",
+               json.dumps(job.as_dict(), sort_keys=True))
         metrics = [(result.run_id, kernel, name, None if to_stored(v) is None else float(v),
                     result.units.get(f"{kernel}.{name}" if kernel else name, ""))
                    for kernel, values in result.split_metrics().items() for name, v in values.items()]
@@ -362,9 +367,9 @@ class Store:
                 result = RunResult.from_dict(data).settled()
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            env = result.environment
+            job = result.job
             out.append(StoredRun(**{f.name: getattr(result, f.name) for f in fields(RunResult)}, stored=False,
-                                 config=env.get("config", ""), config_key=env.get("config_key", "")))
+                                 runner=job.runner, config=job.config_name, config_key=job.config_key))
         return out
 
     @staticmethod
@@ -374,7 +379,9 @@ class Store:
                          problem=Problem(name=r[5], **shape), backend=r[7], runner=r[8], config=r[9],
                          config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], seed=r[14],
                          environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17],
-                         estimate=json.loads(r[18]) if len(r) > 18 and r[18] else {})
+                         estimate=json.loads(r[18]) if len(r) > 18 and r[18] else {},  # older layouts: shorter
+                         job=Job.from_dict(json.loads(r[19])) if len(r) > 19 and r[19] else None)  # None: the columns'
+
 
     def ids(self) -> list[str]:
         if self.conn is None:

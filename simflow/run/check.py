@@ -4,12 +4,15 @@ on every backend present; backends that are absent are named with how to get the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..backends import RunOptions, backend_class, backend_names
+from ..backends import backend_class, backend_names
 from ..errors import LimitError, ToolError, UserError
+from ..job import Job
 from ..kernels.problems import Problem
 from ..kernels.toolkits import compile_kernel, find_toolkits
 from ..kernels.variants import VARIANTS
+from .jobs import run_job
 
 
 @dataclass
@@ -28,17 +31,18 @@ def _arch_for(toolkit) -> str:
     return "sm_90" if toolkit.can_target("sm_90") else "sm_70"
 
 
-def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckReport:
+def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10, progress=print) -> CheckReport:
+    """Every variant on `problem`; each backend's runs keep their folders under `results` (not stored)."""
     report = CheckReport(problem)
     toolkits = find_toolkits()
     report.toolkits = [f"{tk.nvcc} (CUDA {tk.version_text})" for tk in toolkits]
-    backends = {}
+    backends = []
     for name in backend_names():
         avail = backend_class(name).probe()
         report.backends[name] = {"available": avail.available, "detail": avail.detail,
                                  "how_to_get": avail.how_to_get}
         if avail.available and backend_class(name).in_check:
-            backends[name] = backend_class(name)()
+            backends.append(name)
     for name, variant in VARIANTS.items():
         row: dict = {"variant": name}
         try:
@@ -67,13 +71,14 @@ def run_check(problem: Problem, options: RunOptions, progress=print) -> CheckRep
             usage = compiled.resources.get(kernel.kernel_names[0], {})
             row[col] = (f"ok, {usage.get('registers', '?')} regs, "
                         f"{usage.get('spill_store_bytes', 0)} B spilled")
-        for bname, backend in backends.items():
-            limit = backend.check_max_flops
+        for bname in backends:
+            limit = backend_class(bname).check_max_flops
             if limit is not None and problem.flops > limit:
                 row[bname] = (f"skipped: {problem.flops / 1e9:.2f} GFLOP is more than a check runs on {bname} "
                               f"({limit / 1e6:g} MFLOP); try --problem batch3x3")
                 continue
-            result = backend.run(kernel, problem.B, options)
+            job = Job.make(name, {}, problem, bname, seed=seed, repeats=repeats)
+            result = run_job(job, results)
             text = result.status
             if "time_ms" in result.metrics:
                 text += f", {result.metrics['time_ms']:.4f} ms, {result.metrics['gflops']:.1f} GFLOP/s"

@@ -21,11 +21,12 @@ from pathlib import Path
 
 from ..backends import backend_class
 from ..errors import UserError
+from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
 from ..sim.sampling import METHOD, SampleSpec, at_batch, estimate_result, sample_batches
-from .jobs import Job, JobOutcome, run_job_safely
+from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .sweep_file import Sweep
 
@@ -123,7 +124,7 @@ def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
         except UserError as exc:  # the variant refuses this layer (a hardware limit, a user variant's [[refuse]])
             result.refused.append((job, str(exc)))
             continue
-        run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=not retry_failed)
+        run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key, failed_too=not retry_failed)
         if run_id:
             result.cached.append(run_id)
         else:
@@ -145,7 +146,7 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
     report.refused = [(f"{sweep.where(job)} {job.describe()}", why) for job, why in planned.refused]
     for job, why in planned.refused:  # a refusal is a run's record like any other, stored once
         fingerprint = refusal_fingerprint(job)
-        if not store.cached(fingerprint, job.problem, job.backend, job.config_key()):
+        if not store.cached(fingerprint, job.problem, job.backend, job.config_key):
             result = refused_result(job, why, fingerprint, store.root)
             try:
                 report.stored.append(store.add(result))
@@ -181,9 +182,8 @@ def refusal_fingerprint(job: Job) -> str:
 
 def refused_result(job: Job, why: str, fingerprint: str, results: Path) -> RunResult:
     """The record of a job its variant refused to render, with a run folder holding the job."""
-    env = {"config": job.config, "config_key": job.config_key()} if job.config else {}
     result = RunResult(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
-                       problem=job.problem, fingerprint=fingerprint, reason=why, seed=job.seed, environment=env)
+                       problem=job.problem, fingerprint=fingerprint, reason=why, seed=job.seed, job=job)
     result.run_id, folder = new_run_folder(job.variant, results)
     write_json(folder / "job.json", job.as_dict())
     result.artifacts = {"run_dir": str(folder)}
@@ -334,7 +334,7 @@ class SampledOutcome:
 
 def stored_run(store, job: Job):
     """The stored run that answers `job` (the newest, passed or not), or None."""
-    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key())
+    run_id = store.cached(job.kernel().fingerprint(), job.problem, job.backend, job.config_key)
     return store.runs("WHERE id = ?", (run_id,))[0] if run_id else None
 
 
@@ -362,7 +362,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         except UserError as exc:
             outcomes[job].error = str(exc)
             continue
-        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key(), failed_too=False,
+        cached = store.cached(fingerprint, job.problem, job.backend, job.config_key, failed_too=False,
                               sample=str(spec))
         stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
         if stored and stored.estimate.get("method") == METHOD:

@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..job import Job
 from ..kernels.problems import Problem
 from ..kernels.variants import VARIANTS, get_variant
 from ..results.folders import write_json
 from ..results.metrics import speed_metric
 from ..results.store import Store, shape_key
-from .jobs import Job, run_job
+from .jobs import run_job
 
 STRATEGIES = ("tpe", "random", "exhaustive")
 TUNED_FILE = "tuned.json"
@@ -203,7 +204,7 @@ def _measure(store: Store, problem: Problem, variant: str, params: dict, backend
         fingerprint = job.kernel().fingerprint()
     except UserError as exc:
         return Trial(variant, params, "refused", reason=str(exc))
-    run_id = store.cached(fingerprint, problem, backend, job.config_key())
+    run_id = store.cached(fingerprint, problem, backend, job.config_key)
     if run_id:
         (run,) = store.runs("WHERE id = ?", (run_id,))
         measured = False

@@ -30,7 +30,7 @@ from ..results.folders import replace_with, write_text
 from .simulator import find_simulator
 
 DEFAULT_CONFIG = "SM7_QV100"
-DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator is stopped
+
 @dataclass(frozen=True)
 class SimConfig:
     """A named overlay: which tested config it starts from and what it changes."""

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import UserError
+from ..job import Job
 from ..kernels.problems import Problem
 from ..results.folders import keep_result, new_run_folder, replace_with
 from ..results.record import RunResult, utc_timestamp
@@ -77,14 +78,17 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+    problem = Problem.of_log(labels.get("problem", "imported"))
+    # the job another application's run stands for: its labels are the parameters, the config as named or logged
+    job = Job(variant, tuple(labels.items()), problem, "gpgpusim", config=config_name, config_name=config_name,
+              config_key=config_identity(log.options) if log.options else "")
     result = RunResult(status=STATUS_OF_LOG.get(log.status, "crashed"), backend="gpgpusim", variant=variant,
-                       params=labels, problem=Problem.of_log(labels.get("problem", "imported")),
-                       fingerprint=digest.hexdigest()[:16], kernels=list(dict.fromkeys(k.kernel for k in log.kernels)),
-                       run_id=run_id, created=utc_timestamp())
+                       params=labels, problem=problem, fingerprint=digest.hexdigest()[:16],
+                       kernels=list(dict.fromkeys(k.kernel for k in log.kernels)), run_id=run_id,
+                       created=utc_timestamp(), job=job)
     result.reason = ("imported log: the simulation completed; no output was checked (simflow did not make it)"
                      if log.status == "complete" else log.reason)
-    result.environment.update(config=config_name, config_key=config_identity(log.options) if log.options else "",
-                              imported_from=str(path.resolve()))
+    result.environment.update(config=config_name, imported_from=str(path.resolve()))
     add_log(result, log)
     kept = folder / "sim.log.gz"
     _keep_gzipped(path, kept)

@@ -46,11 +46,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UserError
+from ..job import Job
 from ..kernels.variants import Kernel
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.metrics import CHECK_BETTER
 from ..results.record import RunResult
-from ..run.jobs import Job
 from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
 
 DEFAULT_SPEC = "1,2,3"
@@ -308,7 +308,7 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady,
                             lambda images: launch_ctas(kernel, images))
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                       problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed,
+                       problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
                        environment=dict(last.environment), kernels=list(last.kernels),
                        units={k: v for s in samples for k, v in s.units.items()})
     for name, e in estimates.items():

@@ -1,0 +1,78 @@
+"""A job: one run to make, variant x parameters x problem x backend (x simulator config), and the one typed
+record that travels from the command line to the store. It is made once (`Job.make`: parameters resolved,
+the backend's default config filled in and the config's identity fixed), handed to the backend
+(`Backend.run(job, folder)`), kept in the run's record (`RunResult.job`, result.json's "job") and stored from
+there: variant, parameters, problem, backend, runner, config and seed are the job's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from .backends import backend_class
+from .kernels.problems import Problem
+from .kernels.variants import Kernel, get_variant, show_value
+
+DEFAULT_WARMUP = 3  # untimed launches before the timed ones
+DEFAULT_REPEATS = 20  # timed launches (the median is reported)
+DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator (or a profiler) is stopped
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    params: tuple[tuple[str, object], ...]  # resolved, in the variant's order
+    problem: Problem
+    backend: str
+    config: str = ""  # simulator config as named (a name or an overlay's path); '' where the backend takes none
+    config_name: str = ""  # the config's own name (an overlay's file stem): what runs are selected by
+    config_key: str = ""  # what makes two configs the same before they run (base and options)
+    docker_image: str = ""
+    engine: str = ""  # docker or podman, for docker_image ('' = $SIMFLOW_ENGINE or the one on PATH)
+    seed: int = 0
+    repeats: int = DEFAULT_REPEATS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    sample_check: bool = False  # GPU: judge a seeded sample of outputs, not every one
+
+    @staticmethod
+    def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
+        """The job, checked: an unknown variant, backend, parameter or config is refused here, once."""
+        resolved = get_variant(variant).resolve(params)
+        cls = backend_class(backend)
+        config = kw.pop("config", "") or cls.default_config
+        name, key = cls.config_identity(config) if config else ("", "")
+        return Job(variant, tuple(resolved.items()), problem, backend, config, name, key, **kw)
+
+    @property
+    def runner(self) -> str:
+        """Where it runs: 'native', or 'docker:IMAGE' (whichever engine runs the image)."""
+        return f"docker:{self.docker_image}" if self.docker_image else "native"
+
+    def kernel(self) -> Kernel:
+        return get_variant(self.variant).render(self.problem, dict(self.params))
+
+    @property
+    def key(self) -> tuple:
+        """What makes two jobs the same run (for de-duplication)."""
+        return self.variant, self.params, tuple(sorted(self.problem.as_dict().items())), self.backend, self.config
+
+    def describe(self) -> str:
+        params = " ".join(f"{k}={show_value(v)}" for k, v in self.params)
+        where = f" {self.config}" if self.config else ""
+        return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}"
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["params"] = dict(self.params)
+        out["problem"] = self.problem.as_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Job:
+        """The inverse of as_dict (result.json's "job", run.json's, job.json)."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in known}
+        kw["params"] = tuple(dict(data.get("params", {})).items())
+        kw["problem"] = Problem(**data["problem"])
+        return cls(**kw)
