@@ -235,3 +235,31 @@ def test_a_running_record_of_a_live_process_stays_running(tmp_path):
     assert run.status == "running" and "running since" in run.reason
     with Store(tmp_path) as store, pytest.raises(StoreError, match=f"run {run_id} is still running"):
         store.add(run)
+
+
+def test_a_run_is_filed_under_its_job_and_an_old_result_json_reads_through_the_migration(tmp_path):
+    """The store's columns are the job's, whatever the environment says; result.json without a format (1) gets the
+    job its fields and environment described, and a newer format is refused with what to do."""
+    import dataclasses
+
+    from simflow.results.record import FORMAT, RunResult
+
+    result = sim_record(tmp_path, "shared")
+    assert result.job.variant == "shared" and result.job.config_name == "SM7_QV100" and result.job.config_key
+    misleading = dataclasses.replace(result, run_id="other", environment={**result.environment, "config": "nonsense",
+                                                                          "config_key": "x", "docker_image": "img"})
+    with Store(tmp_path) as store:
+        store.add(misleading)
+        (stored,) = store.runs()
+    assert (stored.config, stored.config_key, stored.runner) == ("SM7_QV100", result.job.config_key, "native")
+    assert stored.job == result.job
+    data = result.to_dict()
+    assert data["format"] == FORMAT and data["job"]["config_name"] == "SM7_QV100"
+    old = {k: v for k, v in data.items() if k not in ("format", "job")}  # what simflow wrote before the job
+    old["environment"] = {**old["environment"], "config": "SM7_QV100", "config_key": result.job.config_key}
+    again = RunResult.from_dict(old)
+    assert (again.job.variant, again.job.params, again.job.problem) == (result.job.variant, result.job.params,
+                                                                        result.job.problem)
+    assert (again.job.config_name, again.job.config_key) == ("SM7_QV100", result.job.config_key)
+    with pytest.raises(ValueError, match="format 99 is newer than this simflow reads"):
+        RunResult.from_dict({**data, "format": 99})

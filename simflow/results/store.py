@@ -300,7 +300,7 @@ class Store:
                job.config_key, env.get("config_hash", ""), result.status, result.reason, job.seed,
                json.dumps(env, sort_keys=True), json.dumps(result.kernels), __version__,
                json.dumps(result.estimate, sort_keys=True) if result.estimate else "",
-               json.dumps(job.as_dict(), sort_keys=True))
+               json.dumps(job.as_dict()))  # the parameters in the variant's order, as the job has them
         metrics = [(result.run_id, kernel, name, None if to_stored(v) is None else float(v),
                     result.units.get(f"{kernel}.{name}" if kernel else name, ""))
                    for kernel, values in result.split_metrics().items() for name, v in values.items()]
