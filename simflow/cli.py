@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .backends import backend_names
+from .backends import backend_class, backend_names
+from .backends.base import Backend
 from .errors import ToolError, UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
@@ -119,21 +120,6 @@ def _table(rows: list[dict]) -> str:
         return pd.DataFrame(rows).fillna("").to_string(index=False)
 
 
-def _simulator_support(variant) -> dict:
-    """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why), as known
-    without a build; `needs_wmma_forms`: what a build's probe must have found correct (simflow doctor)."""
-    defaults = variant.resolve({})
-    default_why = variant.sim_unsupported(defaults)
-    refuses = []
-    for p in variant.params:
-        for choice in p.choices:
-            why = variant.sim_unsupported(variant.resolve({p.name: choice}))
-            if why and why != default_why:
-                refuses.append({"param": p.name, "value": show_value(choice), "reason": why})
-    return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses,
-            "needs_wmma_forms": list(variant.wmma_forms(defaults))}
-
-
 def _metric_list(args) -> list[str] | None:
     """--metrics a,b,c as a list (None: the command's default metrics)."""
     return [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
@@ -177,9 +163,7 @@ def cmd_variants(args) -> int:
         {"variant": v.name, "summary": v.summary, "precision": v.precision_of(v.resolve()),
          "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
                      "help": p.help, "host": p.host} for p in v.params],
-         "backends": {"gpu": {"accepts_defaults": True, "refuses": [],
-                              "reason": f"{v.arch(v.resolve())} GPUs only" if v.arch(v.resolve()) else ""},
-                      "gpgpusim": _simulator_support(v)}}
+         "backends": {name: backend_class(name).support(v) for name in backend_names()}}
         for v in VARIANTS.values()
     ]
     if args.json:
@@ -190,12 +174,17 @@ def cmd_variants(args) -> int:
         for p in v["params"]:
             host = " [host side: same kernel code]" if p["host"] else ""
             print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
-        sim = v["backends"]["gpgpusim"]
-        refused = ", ".join(f"{r['param']}={r['value']}" for r in sim["refuses"])
-        forms = ", ".join(sim["needs_wmma_forms"])
-        print("    simulator: " + ("runs it" if sim["accepts_defaults"] else f"refuses it ({sim['reason']})")
-              + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
-              + (f"; refuses {refused}" if refused else ""))
+        for name, support in v["backends"].items():
+            cls = backend_class(name)
+            if cls.support.__func__ is Backend.support.__func__:
+                continue  # a backend that refuses no variant by itself says nothing here
+            refused = ", ".join(f"{r['param']}={r['value']}" for r in support["refuses"])
+            forms = ", ".join(support.get("needs_wmma_forms", []))
+            reason = f" ({support['reason']})" if support["reason"] else ""
+            print(f"    {cls.title or name}: " + (f"runs it{reason}" if support["accepts_defaults"] else
+                                                   f"refuses it{reason}")
+                  + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
+                  + (f"; refuses {refused}" if refused else ""))
     return 0
 
 
@@ -511,7 +500,6 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
 
 @command("runs", _runs_args, help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
 def cmd_runs(args) -> int:
-    from .backends import backend_class, backend_names
     from .backends.base import headline
     from .results.selectors import select
 
@@ -849,8 +837,9 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="every variant with a configuration in --precision")
     _problem_args(p)
     p.add_argument("--suite", help="tune every layer of a suite, one after another (simflow problems --suite)")
-    p.add_argument("--backend", default="gpu", choices=["gpu", "gpgpusim"])
-    p.add_argument("--config", default="", help="simulator config (gpgpusim backend)")
+    p.add_argument("--backend", default="gpu", choices=[n for n in backend_names() if backend_class(n).speed_metric],
+                   help="where each configuration is timed (default gpu)")
+    p.add_argument("--config", default="", help="simulator config (for a backend that takes one)")
     p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
                    help="only configurations computing in this precision compete (default float32)")
     p.add_argument("--strategy", default="tpe", choices=["tpe", "random", "exhaustive"],
@@ -872,7 +861,7 @@ def cmd_tune(args) -> int:
         raise UserError("give a budget: --runs N (configurations) and/or --time S (seconds), or --strategy exhaustive")
     if args.time is not None and not args.time > 0:
         raise UserError(f"--time must be more than 0 seconds, got {args.time:g}")
-    config = args.config or (DEFAULT_CONFIG if args.backend == "gpgpusim" else "")
+    config = args.config or backend_class(args.backend).default_config
     variants = tunable_variants(args.backend, args.precision) if args.all else args.names
     layers = [p if args.batch is None else p.with_batch(args.batch) for p in suite(args.suite)] if args.suite \
         else [_problem(args)]

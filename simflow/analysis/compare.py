@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
@@ -24,13 +25,24 @@ NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_r
                 "sim_wall_s", "job_wall_s"}
 
 
-SIM_VS_HARDWARE = {"gpgpusim", "gpu-ncu"}
+def measuring(x: str, y: str):
+    """Of two backends, the one that measures the other's metrics under the same names (hardware counters beside
+    the simulator's stats: Backend.measures), or None."""
+    for one, other in ((x, y), (y, x)):
+        try:
+            cls = backend_class(one)
+        except UserError:  # a record of a backend this simflow does not know
+            continue
+        if cls.measures and cls.measures == other:
+            return cls
+    return None
 
 
 def comparable(a: StoredRun, b: StoredRun) -> str:
-    """'' when a diff of the two means something, else why not. A simulator run and a hardware-counter
-    run of the same problem compare on the counters both have (normalised, see simflow.backends.ncu)."""
-    if {a.backend, b.backend} == SIM_VS_HARDWARE:
+    """'' when a diff of the two means something, else why not. A model's run and a run that measures it (a
+    simulator run and a hardware-counter run) of the same problem compare on the metrics both have, normalised
+    (the measuring backend's `aligned`)."""
+    if measuring(a.backend, b.backend):
         if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
             return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
         return ""
@@ -90,8 +102,8 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     """One row per metric: A, B, delta, ratio B/A, % change and a mark by the metric's better direction."""
     import pandas as pd
 
-    if {a.backend, b.backend} == SIM_VS_HARDWARE:
-        return _diff_sim_hardware(a, b, metrics)
+    if (pair := measuring(a.backend, b.backend)) is not None:
+        return _diff_sim_hardware(a, b, metrics, pair)
     status = _diff_row("status", "", math.nan, math.nan, "passed", _status_mark(a.status, b.status))
     status.update(A=a.status, B=b.status)
     if metrics:
@@ -136,27 +148,25 @@ def _diff_row(name: str, unit: str, va: float, vb: float, direction: str, judged
             "mark": judged}
 
 
-def normalised(run: StoredRun, name: str) -> float:
-    """A run's value of an aligned metric in the hardware's basis (simulator values scaled)."""
-    from ..backends.ncu import ALIGNED_BY_NAME
-
+def normalised(run: StoredRun, name: str, pair) -> float:
+    """A run's value of an aligned metric in the measuring backend's basis (the model's values scaled)."""
     value = _num(run.metrics.get(name))
-    if run.backend == "gpgpusim" and name.split(".", 1)[-1] in ALIGNED_BY_NAME:
-        value *= ALIGNED_BY_NAME[name.split(".", 1)[-1]].sim_scale
+    base = name.split(".", 1)[-1]
+    if run.backend == pair.measures and base in pair.aligned:
+        value *= pair.aligned[base].sim_scale
     return value
 
 
-def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None):
-    """Simulator vs hardware counters: the aligned metrics, normalised, each with what differs."""
+def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None, pair):
+    """A model vs what measures it: the aligned metrics, normalised, each with what differs."""
     import pandas as pd
 
-    from ..backends.ncu import ALIGNED_BY_NAME
-
-    names = metrics or [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] in ALIGNED_BY_NAME]
+    names = metrics or [m for m in a.metrics if m in b.metrics and m.split(".", 1)[-1] in pair.aligned]
     rows = []
     for name in names:
-        info = ALIGNED_BY_NAME.get(name.split(".", 1)[-1])
-        row = _diff_row(name, info.unit if info else "", normalised(a, name), normalised(b, name), "-", "")
+        info = pair.aligned.get(name.split(".", 1)[-1])
+        row = _diff_row(name, info.unit if info else "", normalised(a, name, pair), normalised(b, name, pair), "-",
+                        "")
         rows.append({**row, "normalisation": info.normalisation if info else ""})
     return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, "normalisation"])
 
@@ -168,31 +178,31 @@ def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
     import numpy as np
     import pandas as pd
 
-    from ..backends.ncu import ALIGNED, ALIGNED_BY_NAME
 
     def key(r: StoredRun):
         return r.variant, json.dumps(r.params, sort_keys=True), json.dumps(r.problem.as_dict() | {"name": ""})
 
+    pair = next((backend_class(n) for n in backend_names() if backend_class(n).measures), None)
+    model, measured = (pair.measures, pair.name) if pair else ("", "")
     newest: dict[tuple, dict[str, StoredRun]] = {}
     for run in runs:
-        if run.backend in SIM_VS_HARDWARE and run.status == "passed":
+        if run.backend in (model, measured) and run.status == "passed":
             newest.setdefault(key(run), {})[run.backend] = run
     pairs = {k: v for k, v in newest.items() if len(v) == 2}
     if len(pairs) < 2:
         raise UserError(f"correlate needs at least 2 variants run both under the simulator (simflow sim) and with "
                         f"counters (simflow profile) on the same problem; found {len(pairs)}")
-    names = metrics or [a.name for a in ALIGNED]
+    names = metrics or list(pair.aligned)
     rows, points = [], []
     for name in names:
-        info = ALIGNED_BY_NAME.get(name)
+        info = pair.aligned.get(name)
         sim, hw, labels = [], [], []
         for both in pairs.values():
-            s, h = normalised(both["gpgpusim"], name), normalised(both["gpu-ncu"], name)
+            s, h = normalised(both[model], name, pair), normalised(both[measured], name, pair)
             if not (math.isnan(s) or math.isnan(h)):
                 sim.append(s)
                 hw.append(h)
-                labels.append(both["gpgpusim"].label(["variant", *both["gpgpusim"].params]) + " "
-                              + both["gpgpusim"].problem.name)
+                labels.append(both[model].label(["variant", *both[model].params]) + " " + both[model].problem.name)
         n = len(sim)
         row = {"metric": name, "n": n, "pearson": math.nan, "spearman": math.nan, "same_order_%": math.nan,
                "mean_rel_error_%": math.nan, "normalisation": info.normalisation if info else ""}

@@ -10,6 +10,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..results.folders import replace_with, write_text
 from ..results.metrics import better, speed_metric, stand_in
@@ -59,11 +60,12 @@ def _bar(plt, labels: list[str], values: list[float], title: str, xlabel: str, p
     return path
 
 
-def _pair_bars(plt, labels: list[str], gpu: list[float], sim: list[float], path: Path) -> Path:
+def _pair_bars(plt, labels: list[str], first: list[float], second: list[float], names: tuple[str, str],
+               path: Path) -> Path:
+    """Paired bars of two backends' speed-ups (`names`: their titles and speed metrics, as legend labels)."""
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(labels) + 2.0))
     ys = range(len(labels))
-    for offset, values, label, color in ((-0.2, gpu, "GPU: time speed-up", "#3b75af"),
-                                         (0.2, sim, "GPGPU-Sim: cycle speed-up", "#d9822b")):
+    for offset, values, label, color in ((-0.2, first, names[0], "#3b75af"), (0.2, second, names[1], "#d9822b")):
         bars = ax.barh([y + offset for y in ys], values, height=0.4, label=label, color=color)
         for bar, value in zip(bars, values, strict=True):
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {value:.3f}", va="center", fontsize=8)
@@ -71,7 +73,7 @@ def _pair_bars(plt, labels: list[str], gpu: list[float], sim: list[float], path:
     ax.invert_yaxis()
     ax.axvline(1.0, color="#555", linestyle="--", linewidth=1)
     ax.set_xlabel("speed-up over the baseline (higher is faster)", fontsize=9)
-    ax.set_title("The same variants on the GPU and under the simulator", fontsize=10)
+    ax.set_title(f"The same variants: {names[0].split(':')[0]} and {names[1].split(':')[0]}", fontsize=10)
     ax.margins(x=0.15)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
     fig.tight_layout()
@@ -138,23 +140,17 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
             html_parts.append(over_time[0])
             md_parts.append(over_time[1])
             written += [over_time[2]] if over_time[2] else []
-    # The same variant, every parameter and the problem equal, on the GPU and under the simulator.
+    # The same variant, every parameter and the problem equal, on two backends that time it (the GPU, the simulator).
     speedups = {names_of[k]: v for k, v in speedups.items()}
-    both = {label: v for label, v in speedups.items() if "gpu" in v and "gpgpusim" in v}
-    if both:
-        labels = list(both)
-        path = _pair_bars(plt, labels, [both[k]["gpu"] for k in labels], [both[k]["gpgpusim"] for k in labels],
-                          folder / "gpu-vs-sim.png")
-        written.append(path)
-        rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='num'>{both[k]['gpu']:.3f}</td>"
-                       f"<td class='num'>{both[k]['gpgpusim']:.3f}</td></tr>" for k in labels)
-        html_parts.append("<h2>GPU and simulator side by side</h2><table class='simflow'><thead><tr><th>group</th>"
-                          f"<th>GPU speed-up</th><th>simulator speed-up</th></tr></thead><tbody>{rows}</tbody>"
-                          f"</table>{_img(path)}")
-        md_parts.append("## GPU and simulator side by side\n\n| group | GPU speed-up | simulator speed-up |\n"
-                        "| --- | ---: | ---: |\n" + "".join(f"| {k} | {both[k]['gpu']:.3f} | "
-                                                          f"{both[k]['gpgpusim']:.3f} |\n" for k in labels)
-                        + f"\n![gpu-vs-sim]({path.name})\n")
+    timed = [n for n in backend_names() if backend_class(n).speed_metric]
+    for i, first in enumerate(timed):
+        for second in timed[i + 1:]:
+            both = {label: v for label, v in speedups.items() if first in v and second in v}
+            if both:
+                parts = _side_by_side(plt, both, backend_class(first), backend_class(second), folder)
+                html_parts.append(parts[0])
+                md_parts.append(parts[1])
+                written.append(parts[2])
     sim_hw = _correlation_section(plt, runs, folder)
     if sim_hw:
         html_parts.append(sim_hw[0])
@@ -166,6 +162,24 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     markdown = folder / "report.md"
     write_text(markdown, "\n".join(md_parts))
     return [page, markdown, *written]
+
+
+def _side_by_side(plt, both: dict, a, b, folder: Path) -> tuple[str, str, Path]:
+    """Each group's speed-up on two backends (a and b: their classes), as a table and paired bars."""
+    ta, tb = a.title or a.name, b.title or b.name
+    labels = list(both)
+    path = _pair_bars(plt, labels, [both[k][a.name] for k in labels], [both[k][b.name] for k in labels],
+                      (f"{ta}: {a.speed_metric} speed-up", f"{tb}: {b.speed_metric} speed-up"),
+                      folder / f"{a.short or a.name}-vs-{b.short or b.name}.png")
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='num'>{both[k][a.name]:.3f}</td>"
+                   f"<td class='num'>{both[k][b.name]:.3f}</td></tr>" for k in labels)
+    page = (f"<h2>{html.escape(ta)} and {html.escape(tb)} side by side</h2><table class='simflow'><thead><tr>"
+            f"<th>group</th><th>{html.escape(ta)} speed-up</th><th>{html.escape(tb)} speed-up</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>{_img(path)}")
+    md = (f"## {ta} and {tb} side by side\n\n| group | {ta} speed-up | {tb} speed-up |\n| --- | ---: | ---: |\n"
+          + "".join(f"| {k} | {both[k][a.name]:.3f} | {both[k][b.name]:.3f} |\n" for k in labels)
+          + f"\n![{path.stem}]({path.name})\n")
+    return page, md, path
 
 
 MAX_INTERVAL_RUNS = 8
@@ -181,8 +195,8 @@ def _interval_section(plt, table, runs: list[StoredRun], path: Path) -> tuple[st
     label_of = {run_id: label for label, run_id in zip(table.frame["group"], table.frame["run"], strict=True)}
     found, missing = [], []
     for run in runs:
-        source = run.artifacts.get("intervals", "")
-        if run.backend != "gpgpusim":
+        source = run.artifacts.get("intervals", "")  # what a simulator run keeps
+        if not source:
             continue
         if source and Path(source).is_file():
             found.append((run, pd.read_csv(source)))

@@ -49,6 +49,14 @@ class Backend(ABC):
     speed_metric: ClassVar[str] = ""  # lower is faster; a comparison's speed-up comes from it ('' = none)
     check_max_flops: ClassVar[float | None] = None  # `simflow check` skips larger problems (None: no limit)
     in_check: ClassVar[bool] = True  # `simflow check` runs every variant on it when present
+    title: ClassVar[str] = ""  # how a report names it beside another backend ('' = its name)
+    short: ClassVar[str] = ""  # ... and in a file name ('' = its name)
+    better: ClassVar[dict[str, str]] = {}  # its own metrics' better direction: "lower", "higher", "" (neither)
+    shown: ClassVar[tuple[str, ...]] = ()  # what the terminal shows of a run, in order (() = every metric)
+    simulator_stats: ClassVar[bool] = False  # its metrics carry GPGPU-Sim's stat names: `explain` reads them
+    sampling: ClassVar[bool] = False  # a whole layer can be estimated from sampled batches (`--sample`)
+    measures: ClassVar[str] = ""  # the backend whose metrics it measures under the same names (hardware vs model)
+    aligned: ClassVar[dict] = {}  # for `measures`: metric -> how the two are brought to one basis (unit, scale)
 
     @classmethod
     @abstractmethod
@@ -62,6 +70,17 @@ class Backend(ABC):
         probes run, and run again where cached."""
         avail = cls.probe()
         return [Finding(cls.name, avail.available, avail.detail, avail.how_to_get)]
+
+    @classmethod
+    def direction(cls, metric: str) -> str | None:
+        """'lower', 'higher' or '' (neither) for one of its metrics; None for a metric it does not make."""
+        return cls.better.get(metric)
+
+    @classmethod
+    def support(cls, variant) -> dict:
+        """Whether it runs the variant with its defaults (and why not), and the parameter values it refuses, as
+        known without running anything (`simflow variants`)."""
+        return {"accepts_defaults": True, "reason": "", "refuses": []}
 
     @classmethod
     def config_identity(cls, config: str) -> tuple[str, str]:

@@ -33,13 +33,13 @@ from ..kernels.limits import KNOWN_DEVICES, check_launches
 from ..kernels.problems import Problem
 from ..kernels.reference import Tolerance, check_output, make_inputs, output_shape
 from ..kernels.toolkits import CUDA11_HELP, cuda_install_path
-from ..kernels.variants import Kernel
+from ..kernels.variants import Kernel, show_value
 from ..results.folders import keep_result, replace_with, write_csv, write_json
 from ..run import orphans
 from ..sim import container
 from ..sim import probe as simulator_probe
 from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
-from ..sim.catalogue import aggregate, stat_of
+from ..sim.catalogue import SUMMARY, aggregate, stat_of
 from ..sim.config import DEFAULT_CONFIG, SimConfig, config_key, load_config, write_run_config
 from ..sim.log import SimLog, parse_file
 from ..sim.simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
@@ -330,8 +330,31 @@ class GpgpusimBackend(Backend):
                        "L2_total_cache_accesses")
     speed_metric = "gpu_sim_cycle"
     check_max_flops = 50e6  # a check simulates small problems only (batch3x3: 0.3 MFLOP, about 3 s a variant)
-
     default_config = DEFAULT_CONFIG
+    title, short = "simulator", "sim"
+    shown = ("regs", "smem", "dynamic_smem", "cta_per_core", "theoretical_occupancy", *SUMMARY)
+    simulator_stats = True
+    sampling = True
+
+    @classmethod
+    def direction(cls, metric: str) -> str | None:
+        stat = stat_of(metric)  # the stat catalogue (and the user's stats) says
+        return stat.better if stat is not None else None
+
+    @classmethod
+    def support(cls, variant) -> dict:
+        """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why), as
+        known without a build; `needs_wmma_forms`: what a build's probe must have found correct (simflow doctor)."""
+        defaults = variant.resolve({})
+        default_why = variant.sim_unsupported(defaults)
+        refuses = []
+        for p in variant.params:
+            for choice in p.choices:
+                why = variant.sim_unsupported(variant.resolve({p.name: choice}))
+                if why and why != default_why:
+                    refuses.append({"param": p.name, "value": show_value(choice), "reason": why})
+        return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses,
+                "needs_wmma_forms": list(variant.wmma_forms(defaults))}
 
     @classmethod
     def config_identity(cls, config: str) -> tuple[str, str]:

@@ -81,6 +81,18 @@ class GpuBackend(Backend):
     serial = True
     default_metrics = ("time_ms", "gflops", "gbps", "registers", "theoretical_occupancy")
     speed_metric = "time_ms"
+    title, short = "GPU", "gpu"
+    better = {  # "" = neither direction is better: a fact, not a score
+        "time_ms": "lower", "time_ms_min": "lower", "time_ms_max": "lower", "gflops": "higher", "gbps": "higher",
+        "registers": "", "smem_static_bytes": "", "smem_dynamic_bytes": "", "local_bytes": "lower",
+        "threads_per_block": "", "grid_blocks": "", "blocks_per_sm": "higher", "theoretical_occupancy": "higher",
+        "repeats": "", "input_sets": "",
+    }
+
+    @classmethod
+    def support(cls, variant) -> dict:
+        arch = variant.arch(variant.resolve())
+        return {"accepts_defaults": True, "refuses": [], "reason": f"{arch} GPUs only" if arch else ""}
 
     @classmethod
     def probe(cls) -> Availability:

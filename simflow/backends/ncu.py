@@ -25,6 +25,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..job import Job
 from ..kernels.variants import Kernel, show_value
+from ..sim.catalogue import stat_of
 from .base import Availability, Backend, Finding, RunResult
 
 NCU_OPTIONS = ("--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none")
@@ -233,6 +234,15 @@ class NcuBackend(Backend):
     default_metrics = ("gpu_sim_insn", "gpgpu_n_tot_w_icount", "gpu_occupancy",
                        "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", "gpgpu_n_shmem_insn")
     in_check = False  # `simflow profile` is the way in; check runs and times, it does not profile
+    title, short = "Nsight Compute", "ncu"
+    simulator_stats = True
+    measures = "gpgpusim"  # hardware counters under the simulator's names
+    aligned = ALIGNED_BY_NAME
+
+    @classmethod
+    def direction(cls, metric: str) -> str | None:
+        stat = stat_of(metric) if metric in ALIGNED_BY_NAME else None  # raw ncu:<counter>s have none
+        return stat.better if stat is not None else None
 
     @classmethod
     def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:

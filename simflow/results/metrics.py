@@ -1,17 +1,11 @@
-"""What simflow knows about each metric: which direction is better. Simulator stats come from the
-parser's catalogue; the GPU backend's metrics are listed here."""
+"""What simflow knows about each metric: which direction is better. Each backend says it of its own metrics
+(Backend.better, Backend.direction: the simulator's from the stat catalogue); the figures every run has are
+listed here."""
 
 from __future__ import annotations
 
-from ..sim.catalogue import stat_of
+from ..backends import backend_class, backend_names
 
-# The GPU backend's metrics ("" = neither direction is better: a fact, not a score).
-GPU_BETTER = {
-    "time_ms": "lower", "time_ms_min": "lower", "time_ms_max": "lower", "gflops": "higher", "gbps": "higher",
-    "registers": "", "smem_static_bytes": "", "smem_dynamic_bytes": "", "local_bytes": "lower",
-    "threads_per_block": "", "grid_blocks": "", "blocks_per_sm": "higher", "theoretical_occupancy": "higher",
-    "repeats": "", "input_sets": "",
-}
 # The correctness check's figures, on every backend.
 CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error": "lower", "max_scaled_error": "lower",
                 "bad_elements": "lower", "checked_elements": ""}
@@ -20,7 +14,6 @@ RUN_BETTER = {"sim_wall_s": "lower", "kernel_launch_latency": "", "simulated_sms
               "cta_per_core": "higher", **CHECK_BETTER}
 
 def _backend(name: str):
-    from ..backends import backend_class
     from ..errors import UserError
 
     try:
@@ -42,14 +35,14 @@ def speed_metric(backend: str) -> str:
 
 
 def better(name: str) -> str:
-    """'lower', 'higher' or '' for a metric name (a `<kernel>.` prefix is ignored)."""
+    """'lower', 'higher' or '' for a metric name (a `<kernel>.` prefix is ignored): the figures every run has,
+    then what each backend says of its own."""
     for candidate in (name, name.split(".", 1)[-1]):
-        if candidate in GPU_BETTER:
-            return GPU_BETTER[candidate]
         if candidate in RUN_BETTER:
             return RUN_BETTER[candidate]
-        if (stat := stat_of(candidate)) is not None:
-            return stat.better
+        for backend in backend_names():
+            if (found := backend_class(backend).direction(candidate)) is not None:
+                return found
     return ""
 
 

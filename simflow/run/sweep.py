@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class
+from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
@@ -354,9 +354,10 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     outcomes = {job: SampledOutcome(job) for job in jobs}
     todo = []
     for job in jobs:
-        if job.backend != "gpgpusim":
+        if not backend_class(job.backend).sampling:
+            able = [n for n in backend_names() if backend_class(n).sampling]
             raise UserError(f"sampling is for the simulator: {job.describe()} runs on {job.backend}; "
-                            "use backend gpgpusim, or drop the sample spec")
+                            f"use backend {' or '.join(able)}, or drop the sample spec")
         try:
             fingerprint = job.kernel().fingerprint()
         except UserError as exc:

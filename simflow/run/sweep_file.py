@@ -158,8 +158,9 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
             sample = str(SampleSpec.parse(None if data["sample"] is True else data["sample"]))
         except UserError as exc:
             raise fail(_line(text, "sample"), str(exc)) from None
-        if backends != ["gpgpusim"]:
-            raise fail(_line(text, "sample"), f"sample is for the simulator; set backends = [\"gpgpusim\"] "
+        if not all(backend_class(b).sampling for b in backends):
+            able = ", ".join(f'"{n}"' for n in backend_names() if backend_class(n).sampling)
+            raise fail(_line(text, "sample"), f"sample is for the simulator; set backends = [{able}] "
                                               f"(got {backends})")
     dask = data.get("dask", {})
     for key in dask:

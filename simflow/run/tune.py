@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import Problem
@@ -100,7 +101,8 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     grid = space(variants, problem, precision)
     metric = speed_metric(backend)
     if not metric:
-        raise UserError(f"backend {backend} has no speed metric to tune on; use gpu or gpgpusim")
+        timed = [n for n in backend_names() if backend_class(n).speed_metric]
+        raise UserError(f"backend {backend} has no speed metric to tune on; use {' or '.join(timed)}")
     out = TuneResult(problem, backend, config, precision, strategy, metric, len(grid))
     started = time.monotonic()
     seen: dict[tuple, Trial] = {}
