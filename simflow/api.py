@@ -23,7 +23,8 @@ from .kernels.variants import Kernel
 from .results.record import RunResult
 from .sim.config import DEFAULT_CONFIG
 
-__all__ = ["render", "run", "sim", "parse", "import_logs", "runs", "diff", "compare", "explain", "report",
+__all__ = ["render", "run", "sim", "best_of", "parse", "import_logs", "import_runs", "runs", "find_runs", "find_run",
+           "diff", "comparison", "compare", "explanation", "explain", "report", "variants", "problems",
            "use_stats", "use_variants", "problem_of"]
 
 
@@ -50,53 +51,89 @@ def render(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: di
     return render_variant(variant, problem_of(problem, batch), params)
 
 
-def _job_run(variant: str, problem, params: dict | None, batch: int | None, backend: str, results, store: bool,
-             **options) -> RunResult:
+def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *, backend: str = "gpu",
+        params: dict | None = None, batch: int | None = None, best: bool = False, precision: str = "float32",
+        seed: int = 0, warmup: int = DEFAULT_WARMUP, repeats: int = DEFAULT_REPEATS, sample_check: bool = False,
+        config: str = "", docker: str | None = None, engine: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+        sample: str | None = None, workers: int | None = None, results: str | Path | None = None,
+        store: bool = True, progress=None, on_store_error=None) -> RunResult:
+    """Run a variant on a backend, as `simflow run --backend`: build, run, check and measure it, its files in a
+    new run folder, stored unless store=False. The job is made and checked first (parameters, config, image),
+    then `progress(text)` hears that it starts. `best`: the variant and parameters `simflow tune` found fastest
+    for this layer (of `variant` if named; `params` still override). `sample` ("W1,W2,W3" waves): the whole layer
+    estimated from three simulated batches on `workers` processes, its record with `.estimate` (always stored).
+    A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None)."""
+    from .backends import backend_class
     from .job import Job
     from .run.jobs import run_job
 
-    job = Job.make(variant, dict(params or {}), problem_of(problem, batch), backend, **options)
-    result = run_job(job, _results(results))
-    if store and result.run_id:
-        from .results.store import Store
+    problem = problem_of(problem, batch)
+    cls = backend_class(backend)
+    if best:
+        variant, params = best_of(problem, backend, config or cls.default_config, precision, variant, params)
+    elif not variant:
+        from .kernels.variants import VARIANTS
 
-        with Store(_results(results)) as kept:
-            kept.add(result)
+        raise UserError(f"name a variant (one of: {', '.join(VARIANTS)}), or --best after 'simflow tune'")
+    job = Job.make(variant, dict(params or {}), problem, backend, config=config, docker_image=docker or "",
+                   engine=engine or "", seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout_s,
+                   sample_check=sample_check)
+    cls.check(job)
+    if sample is not None:
+        return _sampled(job, sample, workers, results, progress)
+    if progress:
+        progress(f"running {job.describe()}{' in image ' + job.docker_image if job.docker_image else ''} ...")
+    result = run_job(job, _results(results))
+    if store:
+        from .results.store import Store, StoreError
+
+        try:
+            with Store(_results(results)) as kept:
+                kept.add(result)
+        except StoreError as exc:
+            if on_store_error is None:
+                raise
+            folder = result.artifacts.get("run_dir", "")
+            on_store_error(f"the run was not stored: {exc}\n  its files and result.json are kept in {folder}; "
+                           f"'simflow import {folder}' stores it later")
     return result
 
 
-def run(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
-        batch: int | None = None, seed: int = 0, warmup: int = DEFAULT_WARMUP, repeats: int = DEFAULT_REPEATS,
-        sample_check: bool = False, results: str | Path | None = None, store: bool = True) -> RunResult:
-    """Build, check and time a variant on the GPU (PyCUDA), as `simflow run`; stored unless store=False."""
-    return _job_run(variant, problem, params, batch, "gpu", results, store, seed=seed, warmup=warmup,
-                    repeats=repeats, sample_check=sample_check)
+def best_of(problem: Problem, backend: str, config: str, precision: str = "float32", variant: str | None = None,
+            params: dict | None = None, results: str | Path | None = None) -> tuple[str, dict]:
+    """The variant and parameters `simflow tune` found fastest for this layer on this backend (of `variant` if
+    named), with `params` over them."""
+    from .run.tune import best_config
+
+    found, tuned = best_config(_results(results), problem, backend, config, precision, variant)
+    return found, {**tuned, **(params or {})}
+
+
+def _sampled(job, sample: str, workers: int | None, results, progress) -> RunResult:
+    from .results.store import Store
+    from .run.sweep import run_sampled
+    from .sim.sampling import SampleSpec
+
+    spec = SampleSpec.parse(sample)
+    if progress:
+        progress(f"sampling {job.describe()}: a one-image probe, then three batches of {spec} ...")
+    with Store(_results(results)) as kept:
+        (outcome,) = run_sampled([job], kept, spec, workers=workers, quiet=progress is None)
+    if outcome.result is None:
+        raise UserError(f"no estimate for {job.describe()}: {outcome.error}")
+    return outcome.result
 
 
 def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
         batch: int | None = None, config: str = DEFAULT_CONFIG, docker: str | None = None, engine: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S, seed: int = 0, results: str | Path | None = None,
         store: bool = True, sample: str | None = None, workers: int | None = None, quiet: bool = True) -> RunResult:
-    """Simulate a variant under GPGPU-Sim (natively, or in `docker` image), check it, as `simflow sim`.
-
-    `sample` ("W1,W2,W3" waves, e.g. "1,2,3"): estimate the whole layer from three simulated batches, as
-    `simflow sim --sample` (simflow.sim.sampling), on `workers` local processes; the estimate's record has
-    `.estimate` (spec, batches, fraction simulated, each metric's bound). Always stored."""
-    if sample is not None:
-        from .job import Job
-        from .results.store import Store
-        from .run.sweep import run_sampled
-        from .sim.sampling import SampleSpec
-
-        job = Job.make(variant, dict(params or {}), problem_of(problem, batch), "gpgpusim", config=config,
-                       docker_image=docker or "", engine=engine or "", timeout_s=timeout_s, seed=seed)
-        with Store(_results(results)) as kept:
-            (outcome,) = run_sampled([job], kept, SampleSpec.parse(sample), workers=workers, quiet=quiet)
-        if outcome.result is None:
-            raise UserError(f"no estimate for {job.describe()}: {outcome.error}")
-        return outcome.result
-    return _job_run(variant, problem, params, batch, "gpgpusim", results, store, config=config,
-                    docker_image=docker or "", engine=engine or "", timeout_s=timeout_s, seed=seed)
+    """Simulate a variant under GPGPU-Sim (natively, or in `docker` image) and check it, as `simflow sim`: run with
+    backend gpgpusim. `sample` ("W1,W2,W3" waves, e.g. "1,2,3"): the whole layer estimated from three simulated
+    batches, as `simflow sim --sample` (simflow.sim.sampling); always stored."""
+    return run(variant, problem, backend="gpgpusim", params=params, batch=batch, config=config, docker=docker,
+               engine=engine, timeout_s=timeout_s, seed=seed, results=results, store=store, sample=sample,
+               workers=workers, progress=None if quiet else print)
 
 
 def parse(*logs: str | Path, aggregate: bool = False):
@@ -127,6 +164,58 @@ def parse(*logs: str | Path, aggregate: bool = False):
     return table
 
 
+def import_runs(*paths: str | Path, results: str | Path | None = None) -> tuple[list[tuple[str, bool]], Path]:
+    """Store run folders (or their result.json) made elsewhere, or kept out with --no-store, or left unfinished:
+    each run id with whether it was stored now (False: it was stored already), and the store's path."""
+    import json
+
+    from .results.record import RunResult
+    from .results.store import Store
+
+    done = []
+    with Store(_results(results)) as store:
+        for name in paths:
+            path = Path(name)
+            path = path / "result.json" if path.is_dir() else path
+            if not path.is_file():
+                raise UserError(f"no result.json at {path}")
+            try:
+                result = RunResult.from_dict(json.loads(path.read_text()))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise UserError(f"{path} is not a simflow result.json (not JSON text: {exc})") from None
+            except (KeyError, TypeError, ValueError) as exc:
+                raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
+            if result.run_id in store.ids():
+                done.append((result.run_id, False))
+                continue
+            store.add(result)
+            done.append((result.run_id, True))
+    return done, store.path
+
+
+def variants() -> list[dict]:
+    """Every variant: its summary, precision, parameters (choices, default, help) and what each backend says of it."""
+    from .backends import backend_class, backend_names
+    from .kernels.variants import VARIANTS, show_value
+
+    return [{"variant": v.name, "summary": v.summary, "precision": v.precision_of(v.resolve()),
+             "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices],
+                         "default": show_value(p.default), "help": p.help, "host": p.host} for p in v.params],
+             "backends": {name: backend_class(name).support(v) for name in backend_names()}}
+            for v in VARIANTS.values()]
+
+
+def problems(suite_name: str | None = None) -> tuple[list[dict], float]:
+    """The presets (or a suite's layers) as rows, and their GFLOP in all."""
+    from .kernels.problems import PRESET_NOTES, PRESETS, suite
+
+    chosen = suite(suite_name) if suite_name else tuple(PRESETS.values())
+    rows = [{"preset": p.name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
+             "stride": p.stride, "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
+             "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES.get(p.name, "")} for p in chosen]
+    return rows, sum(p.flops for p in chosen) / 1e9
+
+
 def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config: str | None = None,
                 results: str | Path | None = None) -> list[RunResult]:
     """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`."""
@@ -142,15 +231,19 @@ def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config:
     return done
 
 
-def _stored(*filters: str, results=None) -> list:
+def find_runs(*filters: str, results=None, last: int | None = None) -> list:
+    """The stored runs (and unfinished run folders) matching every KEY=VALUE filter, oldest first; `last`: only
+    the newest so many."""
     from .results.selectors import select
     from .results.store import Store
 
     with Store(_results(results), read_only=True) as store:
-        return select(store.runs(), filters)
+        found = select(store.runs(), filters)
+    return found[-last:] if last else found
 
 
-def _one(text: str, results=None):
+def find_run(text: str, results=None):
+    """One stored run: a run id (or unique prefix) or a selector that matches one."""
     from .results.selectors import resolve_one
     from .results.store import Store
 
@@ -167,7 +260,7 @@ def runs(*filters: str, results: str | Path | None = None):
     import pandas as pd
 
     rows = []
-    for r in _stored(*filters, results=results):
+    for r in find_runs(*filters, results=results):
         row = {"id": r.id, "created": r.created, "variant": r.variant, "backend": r.backend, "config": r.config,
                "problem": r.problem.name, "batch": r.problem.B, "status": r.status, "reason": r.reason}
         row.update({(f"param_{k}" if k in FIELDS else k): v for k, v in r.params.items()})
@@ -178,17 +271,30 @@ def runs(*filters: str, results: str | Path | None = None):
 
 def diff(a: str, b: str, *, metrics: list[str] | None = None, threshold: float = 0.01, force: bool = False,
          results: str | Path | None = None):
-    """Two runs metric by metric (A, B, delta, ratio, % change, better direction, mark), as `simflow diff`."""
+    """Two runs metric by metric (A, B, delta, ratio, % change, better direction, mark), as `simflow diff`.
+    df.attrs: a and b (the run ids), runs (the two stored runs), not_comparable (why not, or '')."""
     from .analysis.compare import comparable
     from .analysis.compare import diff as diff_runs
 
-    run_a, run_b = _one(a, results), _one(b, results)
+    run_a, run_b = find_run(a, results), find_run(b, results)
     why = comparable(run_a, run_b)
     if why and not force:
-        raise UserError(f"runs {run_a.id} and {run_b.id} are not comparable: {why}; force=True diffs them anyway")
+        raise UserError(f"runs {run_a.id} and {run_b.id} are not comparable: {why}; --force (force=True) shows the "
+                        "table anyway")
     frame = diff_runs(run_a, run_b, metrics, threshold)
-    frame.attrs.update(a=run_a.id, b=run_b.id, not_comparable=why)
+    frame.attrs.update(a=run_a.id, b=run_b.id, runs=(run_a, run_b), not_comparable=why)
     return frame
+
+
+def comparison(*filters: str, by: list[str] | tuple[str, ...] = ("variant",), metrics: list[str] | None = None,
+               baseline: str | None = None, all_statuses: bool = False, force: bool = False,
+               results: str | Path | None = None):
+    """The matching runs side by side against a baseline (simflow.analysis.compare.Comparison: its tables, what
+    was left out, the regressions)."""
+    from .analysis.compare import comparison as compare_runs
+
+    return compare_runs(find_runs(*filters, results=results), list(by), metrics, baseline,
+                        all_statuses=all_statuses, force=force)
 
 
 def compare(*filters: str, by: list[str] | tuple[str, ...] = ("variant",), metrics: list[str] | None = None,
@@ -196,22 +302,35 @@ def compare(*filters: str, by: list[str] | tuple[str, ...] = ("variant",), metri
             results: str | Path | None = None) -> list:
     """Runs side by side against a baseline, as `simflow compare`: one DataFrame per like-with-like
     table (df.attrs: title, baseline, left_out)."""
-    from .analysis.compare import comparison
-
-    result = comparison(_stored(*filters, results=results), list(by), metrics, baseline,
-                        all_statuses=all_statuses, force=force)
+    result = comparison(*filters, by=by, metrics=metrics, baseline=baseline, all_statuses=all_statuses, force=force,
+                        results=results)
     for table in result.tables:
         table.frame.attrs.update(title=table.title, baseline=table.baseline, left_out=result.left_out)
     return [table.frame for table in result.tables]
 
 
-def explain(a: str, b: str, *, force: bool = False, results: str | Path | None = None) -> dict:
+def explanation(a: str, b: str, *, force: bool = False, kernel: str | None = None,
+                results: str | Path | None = None):
+    """Where B's cycles differ from A's (simflow.analysis.explain.Explanation); `kernel`: "NAME" or "NAME_A,NAME_B",
+    one kernel of each run instead of the runs' totals."""
+    from .analysis.explain import explain as explain_runs
+
+    kernels = None
+    if kernel:
+        names = kernel.split(",")
+        if len(names) > 2 or not all(names):
+            raise UserError(f"--kernel takes NAME or NAME_A,NAME_B, not {kernel!r}")
+        kernels = (names[0], names[-1])
+    return explain_runs(find_run(a, results), find_run(b, results), force, kernels)
+
+
+def explain(a: str, b: str, *, force: bool = False, kernel: str | None = None,
+            results: str | Path | None = None) -> dict:
     """Where B's cycles differ from A's, as `simflow explain --format json`: the decompositions
     (`cycles_as_instructions_over_ipc`, `issue_slots`), the evidence and notes."""
     from .analysis.explain import as_dict
-    from .analysis.explain import explain as explain_runs
 
-    return as_dict(explain_runs(_one(a, results), _one(b, results), force))
+    return as_dict(explanation(a, b, force=force, kernel=kernel, results=results))
 
 
 def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = ("variant",),
@@ -220,7 +339,7 @@ def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = 
     """index.html, report.md and the plots of the matching runs in `output`, as `simflow report`."""
     from .analysis.report import write_report
 
-    return write_report(_stored(*filters, results=results), Path(output), list(by), metrics, baseline)
+    return write_report(find_runs(*filters, results=results), Path(output), list(by), metrics, baseline)
 
 
 def use_stats(*files: str | Path) -> None:

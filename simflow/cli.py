@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
-from . import __version__
+from . import __version__, terminal
 from .backends import backend_class, backend_names
-from .backends.base import Backend
 from .errors import ToolError, UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
-from .kernels.problems import DEFAULT_PROBLEM, PRESET_NOTES, PRESETS, SUITE_NOTES, SUITES, Problem, get_problem, suite
-from .kernels.variants import VARIANTS, check_user_variants, get_variant, parse_param_args, show_value, use_variant_dirs
+from .kernels.problems import DEFAULT_PROBLEM, PRESETS, SUITES, Problem, get_problem, suite
+from .kernels.variants import VARIANTS, check_user_variants, get_variant, parse_param_args, use_variant_dirs
 from .results.folders import replace_with, write_text
-from .sim.catalogue import SUMMARY
-from .sim.config import DEFAULT_CONFIG
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
 
@@ -71,22 +67,6 @@ def _variant_args(parser: argparse.ArgumentParser, best: bool = False) -> None:
                             help="with --best: the precision it was tuned in (default float32)")
 
 
-def _chosen(args, backend: str, problem, config: str = "") -> tuple[str, dict]:
-    """The variant and parameters a run uses: as given, or (--best) as tuned for this layer."""
-    params = parse_param_args(args.param)
-    if not getattr(args, "best", False):
-        if not args.variant:
-            raise UserError(f"name a variant (one of: {', '.join(VARIANTS)}), or --best after 'simflow tune'")
-        return args.variant, params
-    from .run.tune import best_config
-
-    variant, tuned = best_config(_results(args), problem, backend, config, args.precision, args.variant)
-    if not args.json:
-        print(f"simflow: --best: {variant} " + " ".join(f"{k}={show_value(v)}" for k, v in tuned.items()),
-              file=sys.stderr)
-    return variant, {**tuned, **params}
-
-
 def _results_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", help="results folder (default: $SIMFLOW_RESULTS or ./simflow-results)")
 
@@ -111,28 +91,9 @@ def _problem(args) -> Problem:
     return get_problem(name, shape=args.shape, batch=args.batch)
 
 
-def _table(rows: list[dict]) -> str:
-    import pandas as pd
-
-    if not rows:
-        return "(nothing)"
-    with pd.option_context("display.max_colwidth", 120, "display.width", 250):
-        return pd.DataFrame(rows).fillna("").to_string(index=False)
-
-
 def _metric_list(args) -> list[str] | None:
     """--metrics a,b,c as a list (None: the command's default metrics)."""
     return [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-
-
-def _params_text(params: dict) -> str:
-    return " ".join(f"{k}={show_value(v)}" for k, v in params.items())
-
-
-def _metric_rows(metrics: dict, units: dict, prefix: str = "") -> list[dict]:
-    """metric / value / unit rows of a run's metrics (`prefix` finds the units of one kernel's)."""
-    return [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": units.get(prefix + k, "")}
-            for k, v in metrics.items()]
 
 
 def _threshold_arg(parser: argparse.ArgumentParser) -> None:
@@ -159,32 +120,10 @@ def _variants_args(p: argparse.ArgumentParser) -> None:
 
 @command("variants", _variants_args, help="list the kernel variants and their parameters")
 def cmd_variants(args) -> int:
-    data = [
-        {"variant": v.name, "summary": v.summary, "precision": v.precision_of(v.resolve()),
-         "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices], "default": show_value(p.default),
-                     "help": p.help, "host": p.host} for p in v.params],
-         "backends": {name: backend_class(name).support(v) for name in backend_names()}}
-        for v in VARIANTS.values()
-    ]
-    if args.json:
-        print(json.dumps(data, indent=2))
-        return 0
-    for v in data:
-        print(f"{v['variant']}: {v['summary']}")
-        for p in v["params"]:
-            host = " [host side: same kernel code]" if p["host"] else ""
-            print(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
-        for name, support in v["backends"].items():
-            cls = backend_class(name)
-            if cls.support.__func__ is Backend.support.__func__:
-                continue  # a backend that refuses no variant by itself says nothing here
-            refused = ", ".join(f"{r['param']}={r['value']}" for r in support["refuses"])
-            forms = ", ".join(support.get("needs_wmma_forms", []))
-            reason = f" ({support['reason']})" if support["reason"] else ""
-            print(f"    {cls.title or name}: " + (f"runs it{reason}" if support["accepts_defaults"] else
-                                                   f"refuses it{reason}")
-                  + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
-                  + (f"; refuses {refused}" if refused else ""))
+    from . import api
+
+    data = api.variants()
+    print(json.dumps(data, indent=2) if args.json else terminal.variants_text(data))
     return 0
 
 
@@ -195,20 +134,10 @@ def _problems_args(p: argparse.ArgumentParser) -> None:
 
 @command("problems", _problems_args, help="list the problem presets, or a suite of layers (--suite)")
 def cmd_problems(args) -> int:
-    chosen = suite(args.suite) if args.suite else tuple(PRESETS.values())
-    rows = [{"preset": p.name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
-             "stride": p.stride, "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
-             "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES.get(p.name, "")}
-            for p in chosen]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(_table(rows))
-    if args.suite:
-        print(f"suite {args.suite}: {SUITE_NOTES[args.suite]}; {len(rows)} layers, "
-              f"{sum(p.flops for p in chosen) / 1e9:.1f} GFLOP in all")
-    else:
-        print("suites (simflow problems --suite NAME): " + "; ".join(f"{n}: {SUITE_NOTES[n]}" for n in SUITES))
+    from . import api
+
+    rows, gflop = api.problems(args.suite)
+    print(json.dumps(rows, indent=2) if args.json else terminal.problems_text(rows, args.suite, gflop))
     return 0
 
 
@@ -236,85 +165,28 @@ def _results(args) -> Path:
     return Path(args.results) if getattr(args, "results", None) else results_dir()
 
 
-def _store_result(result, args) -> None:
-    """Store the run unless --no-store; a store failure loses nothing (result.json stays in the run folder)."""
-    from .results.store import Store, StoreError
-
-    if args.no_store or not result.run_id:
-        return
-    try:
-        with Store(_results(args)) as store:
-            store.add(result)
-    except StoreError as exc:
-        folder = result.artifacts.get("run_dir", "")
-        print(f"simflow: warning: the run was not stored: {exc}\n  its files and result.json are kept in {folder}; "
-              f"'simflow import {folder}' stores it later", file=sys.stderr)
-
-
-def _run_args(p: argparse.ArgumentParser) -> None:
-    _variants_dir_arg(p)
-    _variant_args(p, best=True)
-    _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP)
-    p.add_argument("--repeats", type=_at_least(1), default=DEFAULT_REPEATS)
-    p.add_argument("--sample-check", action="store_true",
-                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
-    _storing_args(p)
-    _json_arg(p, "one JSON object: status, metrics, ...")
-
-
-@command("run", _run_args, help="build, check and time a variant on the GPU (PyCUDA)")
-def cmd_run(args) -> int:
-    from . import api
-
-    problem = _problem(args)
-    variant, params = _chosen(args, "gpu", problem)
-    result = api.run(variant, problem, params=params, seed=args.seed, warmup=args.warmup,
-                     repeats=args.repeats, sample_check=args.sample_check, results=_results(args), store=False)
-    _store_result(result, args)
-    if args.json:
-        print(result.to_json())
-    else:
-        _print_result(result, problem)
-        rows = _metric_rows(result.metrics, result.units)
-        print(_table(rows))
-        print(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
-        print(f"run: {result.run_id} ({result.artifacts.get('run_dir')})")
-    return _exit_code(result)
-
-
-def _exit_code(result) -> int:
-    """0 passed, 2 the run did not pass, 130 the user stopped it (its record is stored all the same)."""
-    if result.status == "interrupted":
-        print(f"simflow: interrupted; run {result.run_id} is kept as 'interrupted' in "
-              f"{result.artifacts.get('run_dir', 'its run folder')}", file=sys.stderr)
-        return 130
-    return 0 if result.passed else 2
-
-
-_SIM_SHOWN = ("regs", "smem", "dynamic_smem", "cta_per_core", "theoretical_occupancy", *SUMMARY)
-
-
-def _print_result(result, problem: Problem) -> None:
-    params = _params_text(result.params)
-    print(f"{result.variant} [{params}] on {problem.describe()}, backend {result.backend}: {result.status}")
-    if result.reason:
-        print(f"reason: {result.reason}")
-
-
-def _sim_args(p: argparse.ArgumentParser) -> None:
+def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
+    """One set of arguments for every backend; `sim` and `profile` are `run` with another default backend."""
     _variants_dir_arg(p)
     _stats_arg(p)
     _variant_args(p, best=True)
     _problem_args(p)
-    p.add_argument("--config", "-c", default=DEFAULT_CONFIG,
-                   help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml")
-    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built from docker/Dockerfile)")
+    p.add_argument("--backend", default=backend, choices=backend_names(),
+                   help=f"where it runs (default {backend}): gpu (PyCUDA), gpgpusim (the simulator), gpu-ncu "
+                        "(Nsight Compute counters under the simulator's names)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP, help="timed backends: untimed launches")
+    p.add_argument("--repeats", type=_at_least(1), default=DEFAULT_REPEATS, help="timed backends: timed launches")
+    p.add_argument("--sample-check", action="store_true",
+                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
+    p.add_argument("--config", "-c", default="",
+                   help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml "
+                        "(default: the backend's)")
+    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built by simflow image build)")
     p.add_argument("--engine", choices=["docker", "podman"],
                    help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds before the simulator is killed")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S if backend != "gpu-ncu" else 1800,
+                   help="seconds before the simulator (or ncu) is stopped")
     p.add_argument("--sample", nargs="?", const="1,2,3", metavar="W1,W2,W3",
                    help="estimate the whole layer from three simulated batches of about W1 < W2 < W3 waves of "
                         "thread blocks (default 1,2,3), with an error bound per metric; the record is marked "
@@ -325,93 +197,58 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p, "one JSON object: status, metrics, log, ...")
 
 
-@command("sim", _sim_args, help="build a variant for GPGPU-Sim, simulate, verify and show its stats")
-def cmd_sim(args) -> int:
+@command("run", _run_args, help="build, run, check and measure a variant on a backend (--backend; default the GPU)")
+def cmd_run(args) -> int:
     from . import api
 
     problem = _problem(args)
-    variant, params = _chosen(args, "gpgpusim", problem, args.config)
-    get_variant(variant).resolve(params)  # a mistake in a parameter before the message below
-    _check_sim_target(args)
-    if args.sample is not None:
-        return _sim_sampled(args, variant, params, problem)
-    if not args.json:
-        where = f"in Docker image {args.docker}" if args.docker else "natively"
-        print(f"simulating {variant} on {problem.describe()} under {args.config} {where} ...", file=sys.stderr)
-    result = api.sim(variant, problem, params=params, config=args.config, docker=args.docker,
-                     engine=args.engine, timeout_s=args.timeout, seed=args.seed, results=_results(args), store=False)
-    _store_result(result, args)
+    cls = backend_class(args.backend)
+    for given, needs, what in ((args.config or args.docker or args.engine, cls.takes_config, "a simulator config"),
+                               (args.sample is not None, cls.sampling, "sampled simulation")):
+        if given and not needs:
+            able = ", ".join(n for n in backend_names() if getattr(backend_class(n),
+                                                                    "takes_config" if "config" in what else "sampling"))
+            raise UserError(f"--config, --docker, --engine and --sample are for backends with {what} ({able}); "
+                            f"backend {args.backend} takes none")
+    if args.sample is not None and args.no_store:
+        raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
+    result = api.run(args.variant, problem, backend=args.backend, params=parse_param_args(args.param),
+                     best=args.best, precision=args.precision, seed=args.seed, warmup=args.warmup,
+                     repeats=args.repeats, sample_check=args.sample_check, config=args.config, docker=args.docker,
+                     engine=args.engine, timeout_s=args.timeout, sample=args.sample, workers=args.workers,
+                     results=_results(args), store=not args.no_store, progress=None if args.json else _say,
+                     on_store_error=lambda text: print(f"simflow: warning: {text}", file=sys.stderr))
     if args.json:
         print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
-        return _exit_code(result)
-    _print_result(result, problem)
-    groups = result.split_metrics()
-    run_level = groups.pop("", {})
-    if not groups and result.kernels:  # one kernel: its stats are the unprefixed ones
-        groups = {result.kernels[0]: run_level}
-    table = {kern: {n: v for n, v in values.items() if n in _SIM_SHOWN} for kern, values in groups.items()}
-    if any(table.values()):
-        import pandas as pd
-
-        with pd.option_context("display.width", 200, "display.float_format", "{:.6g}".format):
-            print(pd.DataFrame(table).reindex([n for n in _SIM_SHOWN if any(n in t for t in table.values())])
-                  .to_string())
-    for key in ("sim_wall_s", "rel_error"):
-        if key in result.metrics:
-            print(f"{key}: {result.metrics[key]:.4g}")
-    for key, value in result.environment.items():
-        if key.split(".")[-1] == "cta_limited_by":
-            print(f"{key}: {value} (what caps the CTAs per SM, so the theoretical occupancy)")
-    print(f"run: {result.run_id}")
-    for key, path in result.artifacts.items():
-        if key in ("run_dir", "log"):
-            print(f"{key}: {path}")
+    else:
+        print(terminal.run_text(result))
     return _exit_code(result)
 
 
-def _check_sim_target(args) -> None:
-    """A mistyped config, engine or image is refused before simflow says it is simulating."""
-    from .sim import container
-    from .sim.config import load_config
-
-    load_config(args.config)
-    if args.docker:
-        container.check_image(args.docker, container.engine(args.engine))
+@command("sim", lambda p: _run_args(p, "gpgpusim"),
+         help="simflow run --backend gpgpusim: simulate a variant under GPGPU-Sim, check it and show its stats")
+def cmd_sim(args) -> int:
+    return cmd_run(args)
 
 
-def _sim_sampled(args, variant: str, params: dict, problem: Problem) -> int:
-    """simflow sim --sample: the estimate of the whole layer, each shown value with its bound."""
-    from . import api
-    from .sim.sampling import SampleSpec
+@command("profile", lambda p: _run_args(p, "gpu-ncu"),
+         help="simflow run --backend gpu-ncu: hardware counters of a variant on the GPU (Nsight Compute), under "
+              "the simulator's stat names")
+def cmd_profile(args) -> int:
+    return cmd_run(args)
 
-    spec = SampleSpec.parse(args.sample)
-    if args.no_store:
-        raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
-    if not args.json:
-        where = f"in Docker image {args.docker}" if args.docker else "natively"
-        print(f"sampling {variant} on {problem.describe()} under {args.config} {where}: a one-image probe, then "
-              f"three batches of {spec} ...", file=sys.stderr)
-    result = api.sim(variant, problem, params=params, config=args.config, docker=args.docker, engine=args.engine,
-                     timeout_s=args.timeout, seed=args.seed, results=_results(args), sample=str(spec),
-                     workers=args.workers, quiet=args.json)
-    if args.json:
-        print(result.to_json())
-        return _exit_code(result)
-    _print_result(result, problem)
-    est = result.estimate
-    rows = []
-    for name in [n for n in _SIM_SHOWN if n in result.metrics]:
-        value, bound = result.metrics[name], result.bound(name)
-        rel = f"{100 * bound / abs(value):.2g} %" if value and not math.isnan(bound) else ""
-        rows.append({"metric": name, "estimate": f"{value:.6g}", "bound": "" if math.isnan(bound) else f"{bound:.3g}",
-                     "bound %": rel,
-                     "unit": result.units.get(name, "")})
-    print(_table(rows))
-    print(f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))} (probe: 1 image; a wave holds "
-          f"{est['wave_images']:.3g} images) of {problem.B}, {100 * est['fraction']:.3g} % of the images simulated, "
-          f"in {est['wall_s']:.0f} s")
-    print(f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})")
-    return 0
+
+def _say(text: str) -> None:
+    print(f"simflow: {text}", file=sys.stderr)
+
+
+def _exit_code(result) -> int:
+    """0 passed, 2 the run did not pass, 130 the user stopped it (its record is stored all the same)."""
+    if result.status == "interrupted":
+        print(f"simflow: interrupted; run {result.run_id} is kept as 'interrupted' in "
+              f"{result.artifacts.get('run_dir', 'its run folder')}", file=sys.stderr)
+        return 130
+    return 0 if result.passed else 2
 
 
 def _sim_exec_args(p: argparse.ArgumentParser) -> None:
@@ -435,40 +272,6 @@ def _store(args, read_only: bool = False):
     from .results.store import Store
 
     return Store(_results(args), read_only=read_only)
-
-
-def _profile_args(p: argparse.ArgumentParser) -> None:
-    _variants_dir_arg(p)
-    _variant_args(p)
-    _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=1800, help="seconds before ncu is stopped")
-    _storing_args(p)
-    _json_arg(p)
-
-
-@command("profile", _profile_args, help="hardware counters of a variant on the GPU (Nsight Compute), stored as "
-                                       "backend gpu-ncu under the simulator's stat names")
-def cmd_profile(args) -> int:
-    from .job import Job
-    from .run.jobs import run_job
-
-    problem = _problem(args)
-    job = Job.make(args.variant, parse_param_args(args.param), problem, "gpu-ncu", seed=args.seed,
-                   timeout_s=args.timeout)
-    result = run_job(job, _results(args))
-    _store_result(result, args)
-    if args.json:
-        print(result.to_json())
-        return _exit_code(result)
-    _print_result(result, problem)
-    groups = result.split_metrics()
-    for kernel, values in groups.items():
-        shown = {k: v for k, v in values.items() if not k.startswith("ncu:")}
-        rows = _metric_rows(shown, result.units, f"{kernel}." if kernel else "")
-        print((f"{kernel}:\n" if kernel else "") + _table(rows))
-    print(f"run: {result.run_id} ({result.artifacts.get('run_dir')}); raw counters are stored as ncu:<metric>")
-    return _exit_code(result)
 
 
 def _correlate_args(p: argparse.ArgumentParser) -> None:
@@ -500,24 +303,10 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
 
 @command("runs", _runs_args, help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
 def cmd_runs(args) -> int:
-    from .backends.base import headline
-    from .results.selectors import select
+    from . import api
 
-    with _store(args, read_only=True) as store:
-        runs = select(store.runs(), args.filters)
-    if args.last:
-        runs = runs[-args.last:]
-    if args.json:
-        print(json.dumps([r.as_dict() for r in runs], indent=2))
-        return 0
-    rows = []
-    for r in runs:
-        speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
-        rows.append({"id": r.id, "variant": r.variant, "params": _params_text(r.params),
-                     "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
-                     "status": r.status + (" (sampled estimate)" if r.sampled else "")
-                     + ("" if r.stored else " (not stored: simflow import its folder)"), "figure": speed})
-    print(_table(rows))
+    runs = api.find_runs(*args.filters, results=_results(args), last=args.last)
+    print(json.dumps([r.as_dict() for r in runs], indent=2) if args.json else terminal.runs_text(runs))
     return 0
 
 
@@ -530,32 +319,10 @@ def _show_args(p: argparse.ArgumentParser) -> None:
 
 @command("show", _show_args, help="one stored run: everything it recorded")
 def cmd_show(args) -> int:
-    from .results.selectors import resolve_one
+    from . import api
 
-    with _store(args, read_only=True) as store:
-        run = resolve_one(store, args.run)
-    if args.json:
-        print(json.dumps(run.as_dict(), indent=2))
-        return 0
-    print(f"run {run.id} ({run.created}): {run.variant} "
-          f"[{_params_text(run.params)}] on {run.problem.describe()}")
-    print(f"backend {run.backend} ({run.runner}{', config ' + run.config if run.config else ''}): {run.status}"
-          + (f"\nreason: {run.reason}" if run.reason else ""))
-    print(f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}")
-    rows = _metric_rows(run.metrics, run.units)
-    if run.sampled:
-        from .analysis.compare import estimate_text
-
-        print(f"ESTIMATE from sampled simulation ({estimate_text(run)}); probe {run.estimate['probe']}, samples "
-              f"{', '.join(run.estimate['runs'])}; each metric's bound is the absolute error expected")
-        for row in rows:
-            bound = run.bound(row["metric"])
-            row["bound"] = "" if math.isnan(bound) else f"{bound:.3g}"
-    print(_table(rows))
-    config = {"config": run.config, "config_key": run.config_key} if run.config else {}  # the job's, beside the run's
-    print("environment: " + ", ".join(f"{k}={v}" for k, v in sorted({**run.environment, **config}.items())))
-    for kind, path in run.artifacts.items():
-        print(f"{kind}: {path}")
+    run = api.find_run(args.run, results=_results(args))
+    print(json.dumps(run.as_dict(), indent=2) if args.json else terminal.show_text(run))
     return 0
 
 
@@ -580,25 +347,12 @@ def _diff_args(p: argparse.ArgumentParser) -> None:
 @command("diff", _diff_args, help="two runs metric by metric: delta, ratio, better/worse/same")
 def cmd_diff(args) -> int:
     from . import api
-    from .analysis.compare import comparable, regressions, render
-    from .results.selectors import resolve_one
+    from .analysis.compare import regressions, render
 
-    with _store(args, read_only=True) as store:
-        a, b = resolve_one(store, args.a), resolve_one(store, args.b)
-    if not args.force and (why := comparable(a, b)):
-        raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force shows the table anyway")
-    frame = api.diff(a.id, b.id, metrics=_metric_list(args), threshold=args.threshold / 100, force=True,
+    frame = api.diff(args.a, args.b, metrics=_metric_list(args), threshold=args.threshold / 100, force=args.force,
                      results=_results(args))
-    why = frame.attrs["not_comparable"]
-    title = f"A = {a.id} ({a.label(['variant', *a.params])}), B = {b.id} ({b.label(['variant', *b.params])})"
-    if why:
-        title += f"  [not comparable: {why}]"
-    from .analysis.compare import estimate_text
-
-    for side, run in (("A", a), ("B", b)):
-        if run.sampled:
-            title += f"\n{side} is an ESTIMATE from sampled simulation ({estimate_text(run)})"
-    _emit(render(frame, args.format, title), args.output)
+    _emit(render(frame, args.format, terminal.diff_title(*frame.attrs["runs"], frame.attrs["not_comparable"])),
+          args.output)
     worse = regressions(frame)
     if args.fail_on_regression and worse:
         print(f"simflow: {len(worse)} regression(s): " + "; ".join(worse), file=sys.stderr)
@@ -621,18 +375,11 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 
 @command("explain", _explain_args, help="why B takes more or fewer cycles than A: a ranked, number-backed account")
 def cmd_explain(args) -> int:
-    from .analysis.explain import explain, format_explanation
-    from .results.selectors import resolve_one
+    from . import api
+    from .analysis.explain import format_explanation
 
-    with _store(args, read_only=True) as store:
-        a, b = resolve_one(store, args.a), resolve_one(store, args.b)
-    kernels = None
-    if args.kernel:
-        names = args.kernel.split(",")
-        if len(names) > 2 or not all(names):
-            raise UserError(f"--kernel takes NAME or NAME_A,NAME_B, not {args.kernel!r}")
-        kernels = (names[0], names[-1])
-    _emit(format_explanation(explain(a, b, args.force, kernels), args.format), args.output)
+    found = api.explanation(args.a, args.b, force=args.force, kernel=args.kernel, results=_results(args))
+    _emit(format_explanation(found, args.format), args.output)
     return 0
 
 
@@ -650,13 +397,12 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
 
 @command("compare", _compare_args, help="many runs side by side, one row per group, against a baseline")
 def cmd_compare(args) -> int:
-    from .analysis.compare import comparison, render
-    from .results.selectors import select
+    from . import api
+    from .analysis.compare import render
 
-    with _store(args, read_only=True) as store:
-        runs = select(store.runs(), args.filters)
-    result = comparison(runs, args.by.split(","), _metric_list(args), args.baseline,
-                        all_statuses=args.all_statuses, force=args.force)
+    result = api.comparison(*args.filters, by=args.by.split(","), metrics=_metric_list(args), baseline=args.baseline,
+                            all_statuses=args.all_statuses, force=args.force, results=_results(args))
+
     def title(t) -> str:
         missing = "" if t.baseline_found else f" ({args.baseline} is not in this table)"
         return f"{t.title}: by {args.by}, baseline {t.baseline}{missing}"
@@ -684,28 +430,12 @@ def _import_args(p: argparse.ArgumentParser) -> None:
 
 @command("import", _import_args, help="store runs from their result.json (a run folder or the file)")
 def cmd_import(args) -> int:
-    from .results.record import RunResult
+    from . import api
 
-    stored = 0
-    with _store(args) as store:
-        for name in args.paths:
-            path = Path(name)
-            path = path / "result.json" if path.is_dir() else path
-            if not path.is_file():
-                raise UserError(f"no result.json at {path}")
-            try:
-                result = RunResult.from_dict(json.loads(path.read_text()))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise UserError(f"{path} is not a simflow result.json (not JSON text: {exc})") from None
-            except (KeyError, TypeError, ValueError) as exc:
-                raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
-            if result.run_id in store.ids():
-                print(f"{result.run_id}: stored already")
-                continue
-            store.add(result)
-            stored += 1
-            print(f"{result.run_id}: stored")
-    print(f"{stored} run(s) stored in {store.path}", file=sys.stderr)
+    outcomes, where = api.import_runs(*args.paths, results=_results(args))
+    for run_id, stored in outcomes:
+        print(f"{run_id}: {'stored' if stored else 'stored already'}")
+    print(f"{sum(stored for _, stored in outcomes)} run(s) stored in {where}", file=sys.stderr)
     return 0
 
 
@@ -723,20 +453,16 @@ def _import_log_args(p: argparse.ArgumentParser) -> None:
 
 @command("import-log", _import_log_args, help="store GPGPU-Sim logs from any application as gpgpusim runs")
 def cmd_import_log(args) -> int:
-    from .sim.log_import import import_log, parse_labels
+    from . import api
+    from .sim.log_import import parse_labels
 
-    labels = parse_labels(args.label)
-    done = []
-    with _store(args) as store:
-        for name in args.logs:
-            result = import_log(Path(name), labels, args.config, _results(args))
-            for note in filter(None, result.environment.get("parse_notes", "").split("; ")):
-                print(f"simflow: note: {name}: {note}", file=sys.stderr)
-            store.add(result)
-            done.append(result)
-            if not args.json:
-                print(f"{result.run_id}: {name}: {result.status}, {len(result.kernels)} kernel(s)"
-                      + ("" if result.status == "passed" else f" ({result.reason})"))
+    done = api.import_logs(*args.logs, labels=parse_labels(args.label), config=args.config, results=_results(args))
+    for name, result in zip(args.logs, done, strict=True):
+        for note in filter(None, result.environment.get("parse_notes", "").split("; ")):
+            print(f"simflow: note: {name}: {note}", file=sys.stderr)
+        if not args.json:
+            print(f"{result.run_id}: {name}: {result.status}, {len(result.kernels)} kernel(s)"
+                  + ("" if result.status == "passed" else f" ({result.reason})"))
     if args.json:
         print(json.dumps([{"id": r.run_id, "log": r.artifacts["log"], "status": r.status, "reason": r.reason,
                            "kernels": r.kernels, "labels": r.params} for r in done], indent=2))
@@ -766,31 +492,14 @@ def cmd_sweep(args) -> int:
         return _sweep_sampled(sweep, args)
     with _store(args) as store:
         if args.dry_run:
-            planned = plan(sweep, store, args.retry_failed)
-            refused = {job.key: why for job, why in planned.refused}
-            for job in sweep.jobs:
-                state = "refused" if job.key in refused else "run    " if job in planned.todo else "stored "
-                print(f"{state} {job.describe()}" + (f" ({sweep.where(job)}: {refused[job.key]})"
-                                                     if job.key in refused else ""))
-            print(f"{len(sweep.jobs)} jobs, {sweep.duplicates} duplicates removed, {len(planned.cached)} stored "
-                  f"already, {len(planned.todo)} to run, {len(planned.refused)} refused")
+            print(terminal.sweep_plan_text(sweep, plan(sweep, store, args.retry_failed)))
             return 0
         report = run_sweep(sweep, store, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                            retry_failed=args.retry_failed, quiet=args.json)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        print(f"sweep {report.name}: {len(report.stored)} run now, {len(report.cached)} from the store, "
-              f"{len(report.failed)} did not pass, {len(report.errors)} could not run, {len(report.refused)} refused; "
-              f"{report.wall_s:.1f} s")
-        for where, why in report.refused:
-            print(f"  skipped {where}: {why}")
-        for run_id, why in report.failed:
-            print(f"  {run_id}: {why}")
-        for jobs, error in report.grouped_errors():
-            print(f"  ERROR, {len(jobs)} job(s) could not run: {error}")
-            for job in jobs:
-                print(f"    {job}")
+        print(terminal.sweep_text(report))
     if report.interrupted:
         print(f"simflow: sweep interrupted; the runs in flight are stored as 'interrupted', {len(report.stored)} "
               "run(s) recorded; run the sweep again to resume", file=sys.stderr)
@@ -810,24 +519,8 @@ def _sweep_sampled(sweep, args) -> int:
         outcomes = run_sampled(sweep.jobs, store, SampleSpec.parse(sweep.sample), name=sweep.name,
                                workers=args.workers, executor=args.executor, scheduler=args.scheduler,
                                dask=sweep.dask, retry_failed=args.retry_failed, quiet=args.json)
-    wall = time.monotonic() - started
-    if args.json:
-        print(json.dumps({"name": sweep.name, "sample": sweep.sample, "wall_s": round(wall, 3), "estimates": [
-            {"job": o.job.describe(), "run": o.result.run_id if o.result else None, "cached": o.cached,
-             "error": o.error, **({"gpu_sim_cycle": o.result.metrics.get("gpu_sim_cycle"),
-                                   "gpu_sim_cycle_bound": o.result.bound("gpu_sim_cycle"),
-                                   "fraction": o.result.estimate["fraction"]} if o.result else {})}
-            for o in outcomes]}, indent=2))
-    else:
-        done = [o for o in outcomes if o.result]
-        print(f"sweep {sweep.name} ({sweep.sample}): {len(done)} estimate(s) "
-              f"({sum(o.cached for o in done)} from the store), {len(outcomes) - len(done)} without; {wall:.1f} s")
-        for o in outcomes:
-            if o.result:
-                cycles, bound = o.result.metrics.get("gpu_sim_cycle", math.nan), o.result.bound("gpu_sim_cycle")
-                print(f"  {o.result.run_id}  {o.job.describe()}: {cycles:.6g} +/- {bound:.3g} cycles")
-            else:
-                print(f"  NO ESTIMATE  {o.job.describe()}: {o.error}")
+    data, text = terminal.sampled_sweep(sweep, outcomes, time.monotonic() - started)
+    print(json.dumps(data, indent=2) if args.json else text)
     return 0 if all(o.result for o in outcomes) else 2
 
 
@@ -868,10 +561,7 @@ def cmd_tune(args) -> int:
 
     def say(trial) -> None:
         if not args.json:
-            value = "refused" if trial.status == "refused" else (
-                f"{trial.value:.6g}" if trial.status == "passed" else trial.status)
-            print(f"  {'ran   ' if trial.measured else 'cached'} {trial.variant} "
-                  + " ".join(f"{k}={show_value(v)}" for k, v in trial.params.items()) + f": {value}", file=sys.stderr)
+            print(terminal.trial_text(trial), file=sys.stderr)
 
     done = []
     for problem in layers:
@@ -883,13 +573,7 @@ def cmd_tune(args) -> int:
                       results=_results(args), progress=say)
         done.append(result)
         if not args.json:
-            best = result.best
-            summary = result.as_dict()
-            print(f"{problem.name}: {summary['tried']} of {result.space} configurations tried ({summary['measured']} "
-                  f"measured, {summary['from_cache']} from the store, {summary['refused']} refused); {result.stopped}")
-            print("  best: " + (f"{best.variant} " + " ".join(f"{k}={show_value(v)}" for k, v in best.params.items())
-                                + f": {result.metric} {best.value:.6g} (run {best.run_id})" if best else
-                                "none passed"))
+            print(terminal.tune_text(result))
     if args.json:
         print(json.dumps([r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), indent=2))
     return 0 if all(r.best for r in done) else 2
@@ -935,13 +619,7 @@ def cmd_doctor(args) -> int:
     from .doctor import diagnose
 
     findings = diagnose(probe_builds=not args.no_probe, refresh=args.reprobe)
-    if args.json:
-        print(json.dumps([f.as_dict() for f in findings], indent=2))
-    else:
-        for f in findings:
-            print(f"[{'ok' if f.found else '--'}] {f.component}: {f.detail}")
-            if not f.found and f.how_to_get:
-                print(f"       how to get it: {f.how_to_get}")
+    print(json.dumps([f.as_dict() for f in findings], indent=2) if args.json else terminal.findings_text(findings))
     absent = [name for name in args.require if not backend_class(name).probe().available]
     if absent:
         print(f"simflow: error: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
@@ -998,13 +676,7 @@ def cmd_check(args) -> int:
     if quiet:
         print(json.dumps(report.as_dict(), indent=2))
         return 2 if failed else 0
-    print("\ntoolkits: " + ("; ".join(report.toolkits) or "none found"))
-    print(_table(report.rows))
-    print("\nbackends:")
-    for name, b in report.backends.items():
-        print(f"  {name}: {'present' if b['available'] else 'ABSENT'}: {b['detail']}")
-        if not b["available"] and b["how_to_get"]:
-            print(f"      how to get it: {b['how_to_get']}")
+    print(terminal.check_text(report))
     return 2 if failed else 0  # like a run that did not pass (1 is a mistake in the command)
 
 
@@ -1026,7 +698,7 @@ def cmd_parse(args) -> int:
     from .sim.catalogue import iter_catalogue
 
     if args.catalogue:
-        print(_table(list(iter_catalogue())))
+        print(terminal.table(list(iter_catalogue())))
         return 0
     if not args.logs:
         raise UserError("simflow parse needs a LOG file (or --catalogue)")
@@ -1052,17 +724,7 @@ def cmd_parse(args) -> int:
                    for facts in logs]
         print(json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2))
     else:
-        for facts in logs:
-            print(f"{facts['log']}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
-            if facts["build"]:
-                print(f"  simulator {facts['simulator_version']} [{facts['build']}], {facts['kernels']} kernel "
-                      "launch(es)")
-        if len(table):
-            ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in table.columns]
-            keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY]
-                            if c in table.columns]
-            shown = table if args.all else table[keep]
-            print((shown.drop(columns=["log"]).set_index("kernel").T if len(logs) == 1 else shown).to_string())
+        print(terminal.parse_text(table, logs, args.all))
     return code
 
 

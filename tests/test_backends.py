@@ -1,9 +1,11 @@
 """Every registered backend keeps the contract; adding one is a module and one registry line."""
 
 import json
+import os
 import sys
 
 import pytest
+from conftest import simflow
 
 from simflow.backends import backend_class, backend_names, register
 from simflow.backends.base import Availability, Backend
@@ -69,6 +71,7 @@ def echo(tmp_path, monkeypatch):
 
 
 def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
+    """run_job, a sweep, compare, the command line's `run --backend` and `doctor` reach it with nothing else."""
     result = run_job(Job.make("shared", {}, get_problem("batch3x3"), "echo"), tmp_path)
     assert result.status == "passed" and result.metrics["source_lines"] > 10
     assert json.loads((tmp_path / "runs" / result.run_id / "result.json").read_text())["backend"] == "echo"
@@ -82,3 +85,13 @@ def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
         table = comparison(store.runs(), ["variant"], baseline="tile=8").tables
     echo_table = next(t for t in table if t.backend == "echo")
     assert "source_lines" in echo_table.frame and "speedup" in echo_table.frame
+    env = {"SIMFLOW_BACKENDS": os.environ["SIMFLOW_BACKENDS"], "SIMFLOW_RESULTS": str(tmp_path),
+           "PYTHONPATH": str(tmp_path)}
+    run = simflow("run", "global", "--backend", "echo", "--json", env=env)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["job"]["backend"] == "echo" and json.loads(run.stdout)["metrics"]["source_lines"] > 10
+    text = simflow("run", "shared", "--backend", "echo", env=env)
+    assert text.returncode == 0 and "backend echo: passed" in text.stdout and "source_lines" in text.stdout
+    doctor = simflow("doctor", "--json", "--no-probe", "--require", "echo", env=env)
+    assert doctor.returncode == 0, doctor.stderr
+    assert {"component": "echo", "found": True, "detail": "always here", "how_to_get": ""} in json.loads(doctor.stdout)

@@ -124,18 +124,23 @@ def test_variants_json_says_what_the_simulator_accepts(capsys):
     assert ("precision", "fp16") in refused and ("streams", "2") in refused
 
 
-def test_mistakes_are_refused_before_anything_is_said_to_run(tmp_path):
+def test_a_negative_shape_is_refused_by_name():
     proc = simflow("render", "global", "--shape", "-4,3,8,10,10,3")
     assert proc.returncode == 1 and "B must be a positive integer, got -4" in proc.stderr
     assert "expected one argument" not in proc.stderr
-    # a missing image where an engine answers; where none does (or no client), that is said instead: either way
-    # before anything is said to simulate
-    docker = ("no image 'NOSUCH'", "engine did not answer", "needs the docker command")
-    for option, said in (("--config", ("unknown simulator config 'NOSUCH'",)), ("--docker", docker)):
-        proc = simflow("sim", "global", "--problem", "batch3x3", option, "NOSUCH", "--results", str(tmp_path),
-                       env={"SIMFLOW_ENGINE": "docker"})
-        assert proc.returncode == 1 and any(text in proc.stderr for text in said), proc.stderr
-        assert "simulating" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# a missing image where an engine answers; where none does (or no client), that is said instead: either way
+# before anything is said to simulate
+@pytest.mark.parametrize("option,said", [
+    ("--config", ("unknown simulator config 'NOSUCH'",)),
+    ("--docker", ("no image 'NOSUCH'", "engine did not answer", "needs the docker command")),
+])
+def test_mistakes_are_refused_before_anything_is_said_to_run(tmp_path, option, said):
+    proc = simflow("sim", "global", "--problem", "batch3x3", option, "NOSUCH", "--results", str(tmp_path),
+                   env={"SIMFLOW_ENGINE": "docker"})
+    assert proc.returncode == 1 and any(text in proc.stderr for text in said), proc.stderr
+    assert "simulating" not in proc.stderr and "running" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_parse_keeps_its_exit_status_when_the_reader_goes_away():

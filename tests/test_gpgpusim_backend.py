@@ -222,11 +222,11 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     assert re.search("exited with 125 without running the simulator: .*OCI runtime create", result.reason)
 
 
-def test_timeout_must_be_positive(tmp_path):
-    for bad in (0, -5):
-        with pytest.raises(UserError, match="timeout must be more than 0 seconds"):
-            GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="x", timeout_s=bad))
-    proc = simflow("sim", "global", "--timeout", "0", env={"SIMFLOW_RESULTS": str(tmp_path)})
+@pytest.mark.parametrize("bad", [0, -5])
+def test_timeout_must_be_positive(tmp_path, bad):
+    with pytest.raises(UserError, match="timeout must be more than 0 seconds"):
+        GpgpusimBackend.require(job_of(render("global", PROBLEM), docker_image="x", timeout_s=bad))
+    proc = simflow("sim", "global", "--timeout", str(bad), env={"SIMFLOW_RESULTS": str(tmp_path)})
     assert proc.returncode == 1 and "timeout must be more than 0 seconds" in proc.stderr
 
 

@@ -320,12 +320,15 @@ SAMPLED_THREE = DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_sampled.log.gz"
 EVERY_COMPLETE = (TWO, GLOBAL_ONLY, SHARED_ONLY, FORK, SAMPLED_FORK, SAMPLED_UPSTREAM, SAMPLED_THREE)
 
 
+@pytest.mark.parametrize("path", EVERY_COMPLETE, ids=lambda p: p.name)
+def test_issued_slots_are_the_warp_instructions(path):
+    for record in parse_file(path).kernels:
+        m = record.metrics
+        assert m["issue_slots[issued]"] == m["gpgpu_n_tot_w_icount"], (path.name, record.kernel)
+        assert 0 <= m["issue_slots[issued_partial]"] <= m["issue_slots[issued]"]
+
+
 def test_issue_slots_from_the_warp_distribution_line():
-    for path in EVERY_COMPLETE:
-        for record in parse_file(path).kernels:
-            m = record.metrics
-            assert m["issue_slots[issued]"] == m["gpgpu_n_tot_w_icount"], (path.name, record.kernel)
-            assert 0 <= m["issue_slots[issued_partial]"] <= m["issue_slots[issued]"]
     first, second = (k.metrics for k in parse_file(TWO).kernels)
     slots = ("issue_slots[Stall]", "issue_slots[W0_Idle]", "issue_slots[W0_Scoreboard]", "issue_slots[issued]")
     assert [first[s] for s in slots] == [1942, 27579, 58823, 10112]  # as printed

@@ -89,6 +89,12 @@ class Backend(ABC):
         return config, ""
 
     @classmethod
+    def check(cls, job: Job) -> None:
+        """What the job needs here (a toolkit, an image), or a UserError that says what is missing and how to get
+        it; cheap, before anything is written or said to start. By default nothing beyond Job.make's checks."""
+        return None
+
+    @classmethod
     def instance(cls) -> Backend:
         """The one instance that runs this process's jobs (a GPU context and its module cache are made once)."""
         if cls not in _INSTANCES:

@@ -397,6 +397,10 @@ class GpgpusimBackend(Backend):
         """The simulator: where simflow looked, each build's probed capabilities, and the container engines."""
         return [*simulator_findings(probe_builds, refresh), *engine_findings()]
 
+    @classmethod
+    def check(cls, job: Job) -> None:
+        cls.require(job)
+
     @staticmethod
     def require(job: Job) -> str:
         """What this job needs, or a UserError saying what is missing and how to get it: the simulator and CUDA

@@ -118,11 +118,15 @@ class GpuBackend(Backend):
             return [gpu, Finding("pycuda", False, f"not importable ({_IMPORT_ERROR})", "pip install 'simflow[gpu]'")]
         return [gpu, Finding("pycuda", True, f"PyCUDA {pycuda.VERSION_TEXT}")]
 
-    def __init__(self) -> None:
+    @classmethod
+    def check(cls, job: Job) -> None:
         reason = _no_gpu_reason()
         if reason:
             fix = PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU and driver"
             raise UserError(f"simflow cannot run on a GPU here: {reason}; {fix}")
+
+    def __init__(self) -> None:
+        self.check(None)
         self.device, self.context = _primary_context()
         self.limits = device_limits(self.device)
         self._modules: dict[str, object] = {}

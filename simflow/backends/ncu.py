@@ -238,6 +238,7 @@ class NcuBackend(Backend):
     simulator_stats = True
     measures = "gpgpusim"  # hardware counters under the simulator's names
     aligned = ALIGNED_BY_NAME
+    shown = tuple(ALIGNED_BY_NAME)  # the raw ncu:<counter>s are stored, not shown
 
     @classmethod
     def direction(cls, metric: str) -> str | None:
@@ -260,6 +261,13 @@ class NcuBackend(Backend):
             return Availability(True, f"{find_ncu()} on {gpu.detail}")
         except UserError as exc:
             return Availability(False, str(exc), "install Nsight Compute (ncu), part of the CUDA toolkit")
+
+    @classmethod
+    def check(cls, job: Job) -> None:
+        from . import backend_class
+
+        backend_class("gpu").check(job)
+        find_ncu()
 
     def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
         return profile(job, folder, kernel)
