@@ -14,6 +14,7 @@ Stored runs are named as on the command line: a run id (or unique prefix) or a s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
@@ -24,7 +25,7 @@ from .results.record import RunResult
 from .sim.config import DEFAULT_CONFIG
 
 __all__ = ["render", "run", "sim", "best_of", "parse", "import_logs", "import_runs", "runs", "find_runs", "find_run",
-           "diff", "comparison", "compare", "explanation", "explain", "report", "variants", "problems",
+           "sweep", "tune", "diff", "comparison", "compare", "explanation", "explain", "report", "variants", "problems",
            "use_stats", "use_variants", "problem_of"]
 
 
@@ -134,6 +135,79 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
     return run(variant, problem, backend="gpgpusim", params=params, batch=batch, config=config, docker=docker,
                engine=engine, timeout_s=timeout_s, seed=seed, results=results, store=store, sample=sample,
                workers=workers, progress=None if quiet else print)
+
+
+@dataclass
+class SweepDone:
+    """What `sweep` did: its file, and the plan (dry run), the report (runs) or the estimates (a sampled sweep)."""
+
+    sweep: object
+    plan: object = None
+    report: object = None
+    sampled: list | None = None
+    wall_s: float = 0.0
+
+
+def sweep(file: str | Path, *, workers: int | None = None, executor: str = "local", scheduler: str | None = None,
+          retry_failed: bool = False, dry_run: bool = False, quiet: bool = True,
+          results: str | Path | None = None) -> SweepDone:
+    """A sweep file's jobs, as `simflow sweep`: planned only (`dry_run`), or run (parallel, cached, resumable) and
+    stored; a file with `sample` estimates each layer from sampled simulation."""
+    import time
+
+    from .results.store import Store
+    from .run.sweep import plan, run_sampled, run_sweep
+    from .run.sweep_file import load_sweep
+    from .sim.sampling import SampleSpec
+
+    loaded = load_sweep(file)
+    if loaded.sample and dry_run:
+        raise UserError("--dry-run cannot plan a sampled sweep: its sample batches come from each layer's probe run")
+    started = time.monotonic()
+    with Store(_results(results)) as store:
+        if dry_run:
+            return SweepDone(loaded, plan=plan(loaded, store, retry_failed))
+        if loaded.sample:
+            outcomes = run_sampled(loaded.jobs, store, SampleSpec.parse(loaded.sample), name=loaded.name,
+                                   workers=workers, executor=executor, scheduler=scheduler, dask=loaded.dask,
+                                   retry_failed=retry_failed, quiet=quiet)
+            return SweepDone(loaded, sampled=outcomes, wall_s=time.monotonic() - started)
+        report = run_sweep(loaded, store, workers=workers, executor=executor, scheduler=scheduler,
+                           retry_failed=retry_failed, quiet=quiet)
+    return SweepDone(loaded, report=report, wall_s=report.wall_s)
+
+
+def tune(layers: list[Problem], names: list[str], *, every: bool = False, batch: int | None = None,
+         backend: str = "gpu", config: str = "", precision: str = "float32", strategy: str = "tpe",
+         runs: int | None = None, time_s: float | None = None, seed: int = 0, results: str | Path | None = None,
+         progress=None, layer_done=None) -> list:
+    """The fastest passing configuration of each layer, as `simflow tune` (the variants named, or `every` one with
+    a configuration in `precision`), within a budget of `runs` configurations and/or `time_s` seconds a layer.
+    `progress(text, trial)` hears each layer start (trial None) and each configuration tried; `layer_done(result)`
+    each layer's result."""
+    from .backends import backend_class
+    from .run.tune import tunable_variants
+    from .run.tune import tune as tune_layer
+
+    if bool(names) == every:
+        raise UserError("name the variants to tune, or --all (not both)")
+    if runs is None and time_s is None and strategy != "exhaustive":
+        raise UserError("give a budget: --runs N (configurations) and/or --time S (seconds), or --strategy exhaustive")
+    if time_s is not None and not time_s > 0:
+        raise UserError(f"--time must be more than 0 seconds, got {time_s:g}")
+    config = config or backend_class(backend).default_config
+    variants = tunable_variants(backend, precision) if every else names
+    done = []
+    for problem in [p if batch is None else p.with_batch(batch) for p in layers]:
+        if progress:
+            progress(f"tuning {problem.describe()} on {backend} in {precision} ({strategy})")
+        result = tune_layer(problem, variants, backend=backend, config=config, precision=precision,
+                            strategy=strategy, budget_runs=runs, budget_s=time_s, seed=seed, results=_results(results),
+                            progress=(lambda trial: progress("", trial)) if progress else None)
+        done.append(result)
+        if layer_done:
+            layer_done(result)
+    return done
 
 
 def parse(*logs: str | Path, aggregate: bool = False):
@@ -343,10 +417,17 @@ def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = 
 
 
 def use_stats(*files: str | Path) -> None:
-    """Add user-defined stats (TOML files, see `simflow parse --catalogue`) for this process."""
-    from .sim.catalogue import load_user_stats
+    """Add user-defined stats (TOML files, see `simflow parse --catalogue`) for this process and the workers and
+    containers it starts: SIMFLOW_STATS's files, then these, go into the catalogue and back into SIMFLOW_STATS."""
+    import os
 
-    load_user_stats(list(files))
+    from .sim.catalogue import USER_STATS_ENV, load_user_stats
+
+    known = [f for f in os.environ.get(USER_STATS_ENV, "").split(os.pathsep) if f]
+    every = known + [str(f) for f in files if str(f) not in known]
+    if every:
+        load_user_stats(every)
+        os.environ[USER_STATS_ENV] = os.pathsep.join(str(Path(f).resolve()) for f in every)
 
 
 def use_variants(*folders: str | Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from . import __version__, terminal
@@ -398,21 +397,11 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
 @command("compare", _compare_args, help="many runs side by side, one row per group, against a baseline")
 def cmd_compare(args) -> int:
     from . import api
-    from .analysis.compare import render
 
     result = api.comparison(*args.filters, by=args.by.split(","), metrics=_metric_list(args), baseline=args.baseline,
                             all_statuses=args.all_statuses, force=args.force, results=_results(args))
 
-    def title(t) -> str:
-        missing = "" if t.baseline_found else f" ({args.baseline} is not in this table)"
-        return f"{t.title}: by {args.by}, baseline {t.baseline}{missing}"
-
-    if args.format == "json":
-        tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
-        text = json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
-                          {"tables": tables, "left_out": result.left_out}, indent=2) + "\n"
-    else:
-        text = "\n".join(render(t.frame, args.format, title(t)) for t in result.tables)
+    text = terminal.comparison_text(result, args.format, args.by, args.baseline)
     _emit(text, args.output)
     if result.left_out:
         print(result.left_out, file=sys.stderr)
@@ -484,44 +473,24 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
 
 @command("sweep", _sweep_args, help="run a TOML sweep (variants x params x problems x backends x configs)")
 def cmd_sweep(args) -> int:
-    from .run.sweep import plan, run_sweep
-    from .run.sweep_file import load_sweep
+    from . import api
 
-    sweep = load_sweep(args.file)
-    if sweep.sample:
-        return _sweep_sampled(sweep, args)
-    with _store(args) as store:
-        if args.dry_run:
-            print(terminal.sweep_plan_text(sweep, plan(sweep, store, args.retry_failed)))
-            return 0
-        report = run_sweep(sweep, store, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                           retry_failed=args.retry_failed, quiet=args.json)
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        print(terminal.sweep_text(report))
+    done = api.sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
+                     retry_failed=args.retry_failed, dry_run=args.dry_run, quiet=args.json, results=_results(args))
+    if args.dry_run:
+        print(terminal.sweep_plan_text(done.sweep, done.plan))
+        return 0
+    if done.sampled is not None:
+        data, text = terminal.sampled_sweep(done.sweep, done.sampled, done.wall_s)
+        print(json.dumps(data, indent=2) if args.json else text)
+        return 0 if all(o.result for o in done.sampled) else 2
+    report = done.report
+    print(json.dumps(report.as_dict(), indent=2) if args.json else terminal.sweep_text(report))
     if report.interrupted:
         print(f"simflow: sweep interrupted; the runs in flight are stored as 'interrupted', {len(report.stored)} "
               "run(s) recorded; run the sweep again to resume", file=sys.stderr)
         return 130
     return 0 if not report.failed and not report.errors else 2
-
-
-def _sweep_sampled(sweep, args) -> int:
-    """A sweep file with `sample`: every job's layer estimated from sampled simulation."""
-    from .run.sweep import run_sampled
-    from .sim.sampling import SampleSpec
-
-    if args.dry_run:
-        raise UserError("--dry-run cannot plan a sampled sweep: its sample batches come from each layer's probe run")
-    started = time.monotonic()
-    with _store(args) as store:
-        outcomes = run_sampled(sweep.jobs, store, SampleSpec.parse(sweep.sample), name=sweep.name,
-                               workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                               dask=sweep.dask, retry_failed=args.retry_failed, quiet=args.json)
-    data, text = terminal.sampled_sweep(sweep, outcomes, time.monotonic() - started)
-    print(json.dumps(data, indent=2) if args.json else text)
-    return 0 if all(o.result for o in outcomes) else 2
 
 
 def _tune_args(p: argparse.ArgumentParser) -> None:
@@ -546,34 +515,17 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
 
 @command("tune", _tune_args, help="search variants' parameters for the fastest passing configuration of a layer")
 def cmd_tune(args) -> int:
-    from .run.tune import tunable_variants, tune
+    from . import api
 
-    if bool(args.names) == args.all:
-        raise UserError("name the variants to tune, or --all (not both)")
-    if args.runs is None and args.time is None and args.strategy != "exhaustive":
-        raise UserError("give a budget: --runs N (configurations) and/or --time S (seconds), or --strategy exhaustive")
-    if args.time is not None and not args.time > 0:
-        raise UserError(f"--time must be more than 0 seconds, got {args.time:g}")
-    config = args.config or backend_class(args.backend).default_config
-    variants = tunable_variants(args.backend, args.precision) if args.all else args.names
-    layers = [p if args.batch is None else p.with_batch(args.batch) for p in suite(args.suite)] if args.suite \
-        else [_problem(args)]
+    def say(text: str, trial=None) -> None:
+        if not args.json:
+            print(terminal.trial_text(trial) if trial else text, file=sys.stderr)
 
-    def say(trial) -> None:
-        if not args.json:
-            print(terminal.trial_text(trial), file=sys.stderr)
-
-    done = []
-    for problem in layers:
-        if not args.json:
-            print(f"tuning {problem.describe()} on {args.backend} in {args.precision} ({args.strategy})",
-                  file=sys.stderr)
-        result = tune(problem, variants, backend=args.backend, config=config, precision=args.precision,
-                      strategy=args.strategy, budget_runs=args.runs, budget_s=args.time, seed=args.seed,
-                      results=_results(args), progress=say)
-        done.append(result)
-        if not args.json:
-            print(terminal.tune_text(result))
+    layers = suite(args.suite) if args.suite else [_problem(args)]
+    done = api.tune(layers, args.names, every=args.all, batch=args.batch, backend=args.backend, config=args.config,
+                    precision=args.precision, strategy=args.strategy, runs=args.runs, time_s=args.time,
+                    seed=args.seed, results=_results(args), progress=say,
+                    layer_done=None if args.json else (lambda result: print(terminal.tune_text(result))))
     if args.json:
         print(json.dumps([r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), indent=2))
     return 0 if all(r.best for r in done) else 2
@@ -706,23 +658,13 @@ def cmd_parse(args) -> int:
     logs = table.attrs["logs"]
     code = 0 if all(facts["status"] == "complete" for facts in logs) else 2
     args.exit_code = code  # what a reader that goes away early (| head) still gets
-    for facts in logs:
-        for note in facts["notes"]:
-            print(f"simflow: note: {facts['log']}: {note}", file=sys.stderr)
-        if facts["aggregated"]:
-            rows = int((table["log"] == facts["log"]).sum())
-            print(f"simflow: aggregated {facts['kernels']} launches into {rows} kernels: "
-                  f"{', '.join(facts['aggregated'])}; counts summed, rates weighted by cycles, miss rates recomputed, "
-                  "whole-process figures the last launch's", file=sys.stderr)
+    for line in terminal.parse_notes(table, logs):
+        print(line, file=sys.stderr)
     if args.csv:
         shown = table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")
         replace_with(args.csv, lambda tmp: shown.to_csv(tmp, index=False))
     if args.json:
-        records = [{**{k: v for k, v in facts.items() if k != "aggregated"},
-                    "per_kernel": json.loads(table[table["log"] == facts["log"]].drop(columns=["log"])
-                                             .to_json(orient="records")) if "log" in table else []}
-                   for facts in logs]
-        print(json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2))
+        print(terminal.parse_json(table, logs))
     else:
         print(terminal.parse_text(table, logs, args.all))
     return code
@@ -747,20 +689,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
-def _load_stats(files: list[str]) -> None:
-    """The user's stat files (SIMFLOW_STATS, then --stats) into the catalogue; --stats goes into the
-    environment too, so sweep workers and containers read the same stats."""
-    import os
-
-    from .sim.catalogue import USER_STATS_ENV, load_user_stats
-
-    known = [f for f in os.environ.get(USER_STATS_ENV, "").split(os.pathsep) if f]
-    every = known + [f for f in files if f not in known]
-    if every:
-        load_user_stats(every)
-        os.environ[USER_STATS_ENV] = os.pathsep.join(str(Path(f).resolve()) for f in every)
-
-
 def _attached(argv: list[str]) -> list[str]:
     """`--shape -4,3,...` as `--shape=-4,3,...`: argparse would take the value for an option and say only 'expected
     one argument'; attached, it reaches the shape's own check, which says what is wrong with it."""
@@ -779,7 +707,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
     sigterm_as_ctrl_c()
     try:
-        _load_stats(getattr(args, "stats", []))
+        from . import api
+
+        api.use_stats(*getattr(args, "stats", []))
         if getattr(args, "variants", None):
             use_variant_dirs(args.variants)
         check_user_variants()

@@ -277,3 +277,45 @@ def findings_text(findings) -> str:
         if not f.found and f.how_to_get:
             lines.append(f"       how to get it: {f.how_to_get}")
     return "\n".join(lines)
+
+
+def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
+    """`simflow compare`: each like-with-like table in `fmt` (table, markdown, csv, html, json), titled with what
+    it groups by and its baseline."""
+    import json
+
+    from .analysis.compare import render
+
+    def title(t) -> str:
+        missing = "" if t.baseline_found else f" ({baseline} is not in this table)"
+        return f"{t.title}: by {by}, baseline {t.baseline}{missing}"
+
+    if fmt == "json":
+        tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
+        return json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
+                          {"tables": tables, "left_out": result.left_out}, indent=2) + "\n"
+    return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)
+
+
+def parse_notes(table, logs: list[dict]) -> list[str]:
+    """What `simflow parse` says on stderr: the parser's notes, and which launches were aggregated."""
+    lines = []
+    for facts in logs:
+        lines += [f"simflow: note: {facts['log']}: {note}" for note in facts["notes"]]
+        if facts["aggregated"]:
+            rows = int((table["log"] == facts["log"]).sum())
+            lines.append(f"simflow: aggregated {facts['kernels']} launches into {rows} kernels: "
+                         f"{', '.join(facts['aggregated'])}; counts summed, rates weighted by cycles, miss rates "
+                         "recomputed, whole-process figures the last launch's")
+    return lines
+
+
+def parse_json(table, logs: list[dict]) -> str:
+    """`simflow parse --json`: a log's facts and its per-kernel records (several logs: {"logs": [...]})."""
+    import json
+
+    records = [{**{k: v for k, v in facts.items() if k != "aggregated"},
+                "per_kernel": json.loads(table[table["log"] == facts["log"]].drop(columns=["log"])
+                                         .to_json(orient="records")) if "log" in table else []}
+               for facts in logs]
+    return json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2)
