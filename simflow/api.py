@@ -25,8 +25,8 @@ from .results.record import RunResult
 from .sim.config import DEFAULT_CONFIG
 
 __all__ = ["render", "run", "sim", "best_of", "parse", "import_logs", "import_runs", "runs", "find_runs", "find_run",
-           "sweep", "tune", "diff", "comparison", "compare", "explanation", "explain", "report", "variants", "problems",
-           "use_stats", "use_variants", "problem_of"]
+           "sweep", "tune", "correlate", "doctor", "image", "check", "diff", "comparison", "compare", "explanation",
+           "explain", "report", "variants", "problems", "use_stats", "use_variants", "problem_of"]
 
 
 def problem_of(problem: str | Problem = DEFAULT_PROBLEM, batch: int | None = None) -> Problem:
@@ -414,6 +414,44 @@ def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = 
     from .analysis.report import write_report
 
     return write_report(find_runs(*filters, results=results), Path(output), list(by), metrics, baseline)
+
+
+def correlate(*filters: str, metrics: list[str] | None = None, results: str | Path | None = None):
+    """Simulator vs hardware counters over the matching variants run both ways, as `simflow correlate`: a table
+    (per aligned metric: Pearson, Spearman, same order, mean error) and the points behind it."""
+    from .analysis.compare import correlate as correlate_runs
+
+    return correlate_runs(find_runs(*filters, results=results), metrics)
+
+
+def doctor(*, probe_builds: bool = True, refresh: bool = False, require: list[str] | tuple[str, ...] = ()):
+    """What simflow can use here and how to get what is missing (simflow doctor's findings), and which of the
+    `require`d backends are absent."""
+    from .backends import backend_class
+    from .doctor import diagnose
+
+    findings = diagnose(probe_builds=probe_builds, refresh=refresh)
+    return findings, [name for name in require if not backend_class(name).probe().available]
+
+
+def image(simulator: str | None = None, *, tag: str | None = None, engine: str | None = None, base: str | None = None,
+          network: str | None = None, engine_options: tuple[str, ...] = ()) -> str:
+    """Build the simflow image around the user's GPGPU-Sim build, as `simflow image build`; its tag."""
+    from .sim.image import build
+
+    given = {"tag": tag, "base": base, "network": network}  # what is not given: the builder's defaults
+    return build(simulator, engine_name=engine, engine_options=engine_options,
+                 **{k: v for k, v in given.items() if v is not None})
+
+
+def check(problem: str | Problem = DEFAULT_PROBLEM, *, seed: int = 0, repeats: int = 10,
+          results: str | Path | None = None, progress=None):
+    """Every variant rendered, compiled with each nvcc here and run on every backend present (not stored), as
+    `simflow check`; absent backends are named with how to get them."""
+    from .run.check import run_check
+
+    return run_check(problem_of(problem), _results(results), seed=seed, repeats=repeats,
+                     progress=progress or (lambda _text: None))
 
 
 def use_stats(*files: str | Path) -> None:

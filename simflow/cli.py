@@ -14,7 +14,7 @@ from .backends import backend_class, backend_names
 from .errors import ToolError, UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, PRESETS, SUITES, Problem, get_problem, suite
-from .kernels.variants import VARIANTS, check_user_variants, get_variant, parse_param_args, use_variant_dirs
+from .kernels.variants import VARIANTS, check_user_variants, parse_param_args, use_variant_dirs
 from .results.folders import replace_with, write_text
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
@@ -149,7 +149,9 @@ def _render_args(p: argparse.ArgumentParser) -> None:
 
 @command("render", _render_args, help="print a variant's rendered CUDA source")
 def cmd_render(args) -> int:
-    kernel = get_variant(args.variant).render(_problem(args), parse_param_args(args.param))
+    from . import api
+
+    kernel = api.render(args.variant, _problem(args), params=parse_param_args(args.param))
     if args.output:
         write_text(args.output, kernel.source)
         print(f"wrote {args.output} (fingerprint {kernel.fingerprint()})", file=sys.stderr)
@@ -282,12 +284,10 @@ def _correlate_args(p: argparse.ArgumentParser) -> None:
 @command("correlate", _correlate_args, help="simulator vs hardware counters over variants run both ways: Pearson, "
                                          "rank agreement, mean relative error")
 def cmd_correlate(args) -> int:
-    from .analysis.compare import correlate, render
-    from .results.selectors import select
+    from . import api
+    from .analysis.compare import render
 
-    with _store(args, read_only=True) as store:
-        runs = select(store.runs(), args.filters)
-    table, points = correlate(runs, _metric_list(args))
+    table, points = api.correlate(*args.filters, metrics=_metric_list(args), results=_results(args))
     _emit(render(table, args.format, f"simulator vs hardware counters over {points['group'].nunique()} variants"),
           args.output)
     return 0
@@ -543,14 +543,10 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 @command("report", _report_args, help="an HTML + markdown report with tables and plots of stored runs")
 def cmd_report(args) -> int:
-    from .analysis.report import write_report
-    from .results.selectors import select
+    from . import api
 
-    with _store(args, read_only=True) as store:
-        runs = select(store.runs(), args.filters)
-    paths = write_report(runs, Path(args.output), by=args.by.split(","),
-                         metrics=_metric_list(args), baseline=args.baseline)
-    for path in paths:
+    for path in api.report(*args.filters, output=args.output, by=args.by.split(","), metrics=_metric_list(args),
+                           baseline=args.baseline, results=_results(args)):
         print(path)
     return 0
 
@@ -567,12 +563,10 @@ def _doctor_args(p: argparse.ArgumentParser) -> None:
 
 @command("doctor", _doctor_args, help="what simflow can use here, what is missing and how to get it")
 def cmd_doctor(args) -> int:
-    from .backends import backend_class
-    from .doctor import diagnose
+    from . import api
 
-    findings = diagnose(probe_builds=not args.no_probe, refresh=args.reprobe)
+    findings, absent = api.doctor(probe_builds=not args.no_probe, refresh=args.reprobe, require=args.require)
     print(json.dumps([f.as_dict() for f in findings], indent=2) if args.json else terminal.findings_text(findings))
-    absent = [name for name in args.require if not backend_class(name).probe().available]
     if absent:
         print(f"simflow: error: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
         return 1
@@ -598,10 +592,10 @@ def _image_args(p: argparse.ArgumentParser) -> None:
 
 @command("image", _image_args, help="build the simflow image (CUDA 11.8, simflow) around your own GPGPU-Sim build")
 def cmd_image(args) -> int:
-    from .sim.image import build
+    from . import api
 
-    tag = build(args.simulator, tag=args.tag, engine_name=args.engine, base=args.base, network=args.network,
-                engine_options=tuple(args.engine_option))
+    tag = api.image(args.simulator, tag=args.tag, engine=args.engine, base=args.base, network=args.network,
+                    engine_options=tuple(args.engine_option))
     print(f"built {tag}: simflow sim VARIANT --docker {tag}")
     return 0
 
@@ -616,14 +610,14 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 @command("check", _check_args, help="render, compile and run every variant on every backend present")
 def cmd_check(args) -> int:
-    from .run.check import run_check
+    from . import api
 
     problem = _problem(args)
     quiet = args.json
     if not quiet:
         print(f"simflow {__version__}: checking every variant on {problem.describe()}")
-    report = run_check(problem, _results(args), seed=args.seed, repeats=args.repeats,
-                       progress=(lambda _m: None) if quiet else print)
+    report = api.check(problem, seed=args.seed, repeats=args.repeats, results=_results(args),
+                       progress=None if quiet else print)
     failed = [r["variant"] for r in report.rows if any(str(v).startswith("FAILED") for v in r.values())]
     if quiet:
         print(json.dumps(report.as_dict(), indent=2))
