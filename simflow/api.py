@@ -79,9 +79,14 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
     job = Job.make(variant, dict(params or {}), problem, backend, config=config, docker_image=docker or "",
                    engine=engine or "", seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout_s,
                    sample_check=sample_check)
+    spec = None
+    if sample is not None:  # a mistyped spec is said first: it needs nothing of this machine
+        from .sim.sampling import SampleSpec
+
+        spec = SampleSpec.parse(sample)
     cls.check(job)
-    if sample is not None:
-        return _sampled(job, sample, workers, results, progress)
+    if spec is not None:
+        return _sampled(job, spec, workers, results, progress)
     if progress:
         progress(f"running {job.describe()}{' in image ' + job.docker_image if job.docker_image else ''} ...")
     result = run_job(job, _results(results))
@@ -110,12 +115,10 @@ def best_of(problem: Problem, backend: str, config: str, precision: str = "float
     return found, {**tuned, **(params or {})}
 
 
-def _sampled(job, sample: str, workers: int | None, results, progress) -> RunResult:
+def _sampled(job, spec, workers: int | None, results, progress) -> RunResult:
     from .results.store import Store
     from .run.sweep import run_sampled
-    from .sim.sampling import SampleSpec
 
-    spec = SampleSpec.parse(sample)
     if progress:
         progress(f"sampling {job.describe()}: a one-image probe, then three batches of {spec} ...")
     with Store(_results(results)) as kept:

@@ -140,7 +140,7 @@ def test_mistakes_are_refused_before_anything_is_said_to_run(tmp_path, option, s
     proc = simflow("sim", "global", "--problem", "batch3x3", option, "NOSUCH", "--results", str(tmp_path),
                    env={"SIMFLOW_ENGINE": "docker"})
     assert proc.returncode == 1 and any(text in proc.stderr for text in said), proc.stderr
-    assert "simulating" not in proc.stderr and "running" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "simulating" not in proc.stderr and "simflow: running" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_parse_keeps_its_exit_status_when_the_reader_goes_away():
