@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .backends import backend_class
-from .errors import UserError
+from .backends import backend_class, known_backend
 from .kernels.variants import show_value
 
 
@@ -29,13 +28,6 @@ def metric_rows(metrics: dict, units: dict, prefix: str = "") -> list[dict]:
             for k, v in metrics.items()]
 
 
-def _shown(backend: str) -> tuple[str, ...]:
-    try:
-        return backend_class(backend).shown
-    except UserError:  # a record of a backend this simflow does not know: every metric
-        return ()
-
-
 def run_text(result) -> str:
     """A run as `simflow run` prints it: what ran and how it ended, its metrics (the backend's shown ones per
     kernel where it names them, an estimate's with their bounds), then where its files are."""
@@ -43,7 +35,7 @@ def run_text(result) -> str:
              f"{result.backend}: {result.status}"]
     if result.reason:
         lines.append(f"reason: {result.reason}")
-    shown = _shown(result.backend)
+    shown = getattr(known_backend(result.backend), "shown", ())  # unknown backend: every metric
     if result.sampled:
         lines += _estimate_lines(result, shown)
         return "\n".join(lines)
@@ -131,12 +123,12 @@ def problems_text(rows: list[dict], suite_name: str | None, gflop: float) -> str
 
 def runs_text(runs) -> str:
     """`simflow runs`: a line per run, its backend's headline figure."""
-    from .backends import backend_names
     from .backends.base import headline
 
     rows = []
     for r in runs:
-        speed = headline(backend_class(r.backend), r.metrics) if r.backend in backend_names() else ""
+        cls = known_backend(r.backend)
+        speed = headline(cls, r.metrics) if cls else ""
         rows.append({"id": r.id, "variant": r.variant, "params": params_text(r.params),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
                      "status": r.status + (" (sampled estimate)" if r.sampled else "")

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
+from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
@@ -29,11 +29,8 @@ def measuring(x: str, y: str):
     """Of two backends, the one that measures the other's metrics under the same names (hardware counters beside
     the simulator's stats: Backend.measures), or None."""
     for one, other in ((x, y), (y, x)):
-        try:
-            cls = backend_class(one)
-        except UserError:  # a record of a backend this simflow does not know
-            continue
-        if cls.measures and cls.measures == other:
+        cls = known_backend(one)
+        if cls is not None and cls.measures and cls.measures == other:
             return cls
     return None
 

@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from ..backends import backend_class, backend_names
+from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
 from ..results.store import StoredRun
 from ..sim.catalogue import aggregate, stat_of
@@ -155,13 +155,6 @@ def kernel_view(run: StoredRun, kernel: str) -> StoredRun:
     return replace(run, metrics=metrics, environment=environment, units=units, kernels=[kernel])
 
 
-def _has_simulator_stats(backend: str) -> bool:
-    try:
-        return backend_class(backend).simulator_stats
-    except UserError:  # a record of a backend this simflow does not know
-        return False
-
-
 def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str, str] | None = None) -> Explanation:
     """B against A; `kernels` names one kernel of each to explain instead of the runs' totals."""
     if kernels is not None:
@@ -171,7 +164,7 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str,
         why = ""  # two kernels of one process: the same problem, config and build by construction
     if why and not force:
         raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force explains them anyway")
-    if a.backend != b.backend or not _has_simulator_stats(a.backend):
+    if a.backend != b.backend or not getattr(known_backend(a.backend), "simulator_stats", False):
         able = ", ".join(n for n in backend_names() if backend_class(n).simulator_stats)
         raise UserError(f"explain needs two simulator runs or two gpu-ncu runs (simflow profile): two runs of one "
                         f"backend whose metrics are the simulator's stats ({able}); got {a.backend} and {b.backend}: a "

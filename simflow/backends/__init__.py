@@ -31,6 +31,12 @@ def backend_class(name: str) -> type[Backend]:
     return getattr(importlib.import_module(module), cls)
 
 
+def known_backend(name: str) -> type[Backend] | None:
+    """The class of a backend named in a stored record, or None where this simflow does not know it (a record
+    made with a backend registered elsewhere): its facts are then unknown, never an error."""
+    return backend_class(name) if name in _BACKENDS else None
+
+
 def backend_names() -> list[str]:
     return list(_BACKENDS)
 
@@ -50,4 +56,4 @@ for _entry in filter(None, os.environ.get(ENV, "").split(";")):
         _BACKENDS[_name.strip()] = _target.strip()
 
 
-__all__ = ["backend_class", "backend_names", "register"]
+__all__ = ["backend_class", "backend_names", "known_backend", "register"]

@@ -4,7 +4,7 @@ listed here."""
 
 from __future__ import annotations
 
-from ..backends import backend_class, backend_names
+from ..backends import backend_class, backend_names, known_backend
 
 # The correctness check's figures, on every backend.
 CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error": "lower", "max_scaled_error": "lower",
@@ -13,24 +13,15 @@ RUN_BETTER = {"sim_wall_s": "lower", "kernel_launch_latency": "", "simulated_sms
               "job_wall_s": "lower", "regs": "", "lmem": "lower", "smem": "", "cmem": "",
               "cta_per_core": "higher", **CHECK_BETTER}
 
-def _backend(name: str):
-    from ..errors import UserError
-
-    try:
-        return backend_class(name)
-    except UserError:  # a record of a backend this simflow does not know: no facts
-        return None
-
-
 def default_metrics(backend: str) -> list[str]:
     """What a comparison shows for a backend's runs when the user names no metric (the backend says)."""
-    cls = _backend(backend)
+    cls = known_backend(backend)
     return list(cls.default_metrics) if cls else []
 
 
 def speed_metric(backend: str) -> str:
     """The metric a backend's speed-up is computed from (lower is faster), or ''."""
-    cls = _backend(backend)
+    cls = known_backend(backend)
     return cls.speed_metric if cls else ""
 
 
