@@ -214,26 +214,26 @@ def tune(layers: list[Problem], names: list[str], *, every: bool = False, batch:
 
 
 def parse(*logs: str | Path, aggregate: bool = False):
-    """GPGPU-Sim logs as one DataFrame, a row per kernel launch per log (`aggregate`: per kernel name,
-    launches' counts summed and rates weighted by cycles). df.attrs["logs"] holds each log's facts
+    """GPGPU-Sim logs ('-': standard input) as one DataFrame, a row per kernel launch per log (`aggregate`: per
+    kernel name, launches' counts summed and rates weighted by cycles). df.attrs["logs"] holds each log's facts
     (status, reason, build, notes)."""
     import pandas as pd
 
-    from .sim.log import parse_file
+    from .sim.log import named_logs, parse_file
 
     if not logs:
         raise UserError("parse needs at least one log file")
     frames, facts = [], []
-    for name in logs:
-        path = Path(name)
-        if not path.is_file():
-            raise UserError(f"no such log file: {path}")
-        log = parse_file(path)
-        frame = log.frame(by_name=aggregate)
-        frames.append(frame.assign(log=str(path)) if len(frame) else frame)
-        facts.append({**log.run_facts(), "log": str(path),
-                      "aggregated": [f"{r.kernel} ({r.launches} launches)" for r in frame.itertuples()
-                                     if aggregate and r.launches > 1]})
+    with named_logs(logs) as named:
+        for name, path in named:
+            if not path.is_file():
+                raise UserError(f"no such log file: {path}")
+            log = parse_file(path)
+            frame = log.frame(by_name=aggregate)
+            frames.append(frame.assign(log=name) if len(frame) else frame)
+            facts.append({**log.run_facts(), "log": name,
+                          "aggregated": [f"{r.kernel} ({r.launches} launches)" for r in frame.itertuples()
+                                         if aggregate and r.launches > 1]})
     table = pd.concat(frames, ignore_index=True)
     if "log" in table.columns:
         table = table[["log", *[c for c in table.columns if c != "log"]]]
@@ -297,12 +297,13 @@ def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config:
                 results: str | Path | None = None) -> list[RunResult]:
     """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`."""
     from .results.store import Store
+    from .sim.log import named_logs
     from .sim.log_import import import_log
 
     done = []
-    with Store(_results(results)) as store:
-        for name in logs:
-            result = import_log(Path(name), dict(labels or {}), config, _results(results))
+    with Store(_results(results)) as store, named_logs(logs) as named:
+        for name, path in named:
+            result = import_log(path, dict(labels or {}), config, _results(results), "stdin" if name == "-" else "")
             store.add(result)
             done.append(result)
     return done
@@ -453,8 +454,7 @@ def check(problem: str | Problem = DEFAULT_PROBLEM, *, seed: int = 0, repeats: i
     `simflow check`; absent backends are named with how to get them."""
     from .run.check import run_check
 
-    return run_check(problem_of(problem), _results(results), seed=seed, repeats=repeats,
-                     progress=progress or (lambda _text: None))
+    return run_check(problem_of(problem), _results(results), seed=seed, repeats=repeats, progress=progress)
 
 
 def use_stats(*files: str | Path) -> None:

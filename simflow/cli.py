@@ -77,12 +77,24 @@ def _storing_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _format_args(parser: argparse.ArgumentParser, regressions: bool = True) -> None:
-    parser.add_argument("--format", "-f", default="table", choices=["table", "markdown", "csv", "json", "html"])
-    parser.add_argument("-o", "--output", help="write to this file instead of stdout")
+    _output_args(parser, html=True)
     if regressions:
         parser.add_argument("--fail-on-regression", action="store_true",
                             help="exit 4 when something got worse (diff) or slower than the baseline (compare)")
     _results_arg(parser)
+
+
+def _output_args(parser: argparse.ArgumentParser, what: str = "", html: bool = False) -> None:
+    """One way for every command that prints a table: --format (--json is --format json) and -o FILE or -o -."""
+    formats = ["table", "markdown", "csv", "json", *(["html"] if html else [])]
+    parser.add_argument("--format", "-f", default="table", choices=formats,
+                        help="table: plain text fitted to the terminal (COLUMNS=N; columns left out are named); "
+                             f"{', '.join(formats[1:])}: every column (default table)")
+    parser.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="the same as --format json" + (f": {what}" if what else ""))
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write to FILE (replaced whole, or left as it was if the write fails); '-' or none: "
+                             "standard output")
 
 
 def _problem(args) -> Problem:
@@ -108,13 +120,9 @@ def _stats_arg(parser: argparse.ArgumentParser) -> None:
                              "files separated by ':'); README 'Your own stats'")
 
 
-def _json_arg(parser: argparse.ArgumentParser, what: str = "") -> None:
-    parser.add_argument("--json", action="store_true", help=f"print JSON{': ' + what if what else ''}")
-
-
 def _variants_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
-    _json_arg(p)
+    _output_args(p, "each variant, its parameters and what each backend accepts")
 
 
 @command("variants", _variants_args, help="list the kernel variants and their parameters")
@@ -122,13 +130,15 @@ def cmd_variants(args) -> int:
     from . import api
 
     data = api.variants()
-    print(json.dumps(data, indent=2) if args.json else terminal.variants_text(data))
+    rows = [{"variant": v["variant"], "param": p["name"], "choices": "|".join(p["choices"]), "default": p["default"],
+             "host_side": p["host"], "help": p["help"]} for v in data for p in v["params"]]
+    _out(args, data, rows, terminal.variants_text(data))
     return 0
 
 
 def _problems_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="list a suite's layers instead of the presets: " + ", ".join(SUITES))
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("problems", _problems_args, help="list the problem presets, or a suite of layers (--suite)")
@@ -136,7 +146,7 @@ def cmd_problems(args) -> int:
     from . import api
 
     rows, gflop = api.problems(args.suite)
-    print(json.dumps(rows, indent=2) if args.json else terminal.problems_text(rows, args.suite, gflop))
+    _out(args, rows, rows, terminal.problems_text(rows, args.suite, gflop))
     return 0
 
 
@@ -195,7 +205,7 @@ def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
     p.add_argument("--workers", "-j", type=_at_least(1),
                    help="with --sample: simulations at once (default: the number of cores)")
     _storing_args(p)
-    _json_arg(p, "one JSON object: status, metrics, log, ...")
+    _output_args(p, "one object: status, metrics, log, ...")
 
 
 @command("run", _run_args, help="build, run, check and measure a variant on a backend (--backend; default the GPU)")
@@ -217,12 +227,11 @@ def cmd_run(args) -> int:
                      best=args.best, precision=args.precision, seed=args.seed, warmup=args.warmup,
                      repeats=args.repeats, sample_check=args.sample_check, config=args.config, docker=args.docker,
                      engine=args.engine, timeout_s=args.timeout, sample=args.sample, workers=args.workers,
-                     results=_results(args), store=not args.no_store, progress=None if args.json else _say,
+                     results=_results(args), store=not args.no_store,
+                     progress=_say if args.format == "table" else None,
                      on_store_error=lambda text: print(f"simflow: warning: {text}", file=sys.stderr))
-    if args.json:
-        print(json.dumps({**result.to_dict(), "log": result.artifacts.get("log")}, indent=2))
-    else:
-        print(terminal.run_text(result))
+    _out(args, {**result.to_dict(), "log": result.artifacts.get("log")}, terminal.result_rows(result),
+         terminal.run_text(result))
     return _exit_code(result)
 
 
@@ -285,7 +294,7 @@ def _correlate_args(p: argparse.ArgumentParser) -> None:
                                          "rank agreement, mean relative error")
 def cmd_correlate(args) -> int:
     from . import api
-    from .analysis.compare import render
+    from .tables import render
 
     table, points = api.correlate(*args.filters, metrics=_metric_list(args), results=_results(args))
     _emit(render(table, args.format, f"simulator vs hardware counters over {points['group'].nunique()} variants"),
@@ -297,7 +306,7 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
     p.add_argument("--last", type=_at_least(1), help="only the newest N")
     _results_arg(p)
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("runs", _runs_args, help="list stored runs (filters: KEY=VALUE, e.g. variant=shared tile=16)")
@@ -305,15 +314,16 @@ def cmd_runs(args) -> int:
     from . import api
 
     runs = api.find_runs(*args.filters, results=_results(args), last=args.last)
-    print(json.dumps([r.as_dict() for r in runs], indent=2) if args.json else terminal.runs_text(runs))
+    _out(args, [r.as_dict() for r in runs], terminal.runs_rows(runs))
     return 0
 
 
 def _show_args(p: argparse.ArgumentParser) -> None:
     _stats_arg(p)
     p.add_argument("run", help="a run id (or unique prefix) or a selector such as variant=shared,tile=16")
+    p.add_argument("--all", action="store_true", help="every metric (default: the backend's main ones, per kernel)")
     _results_arg(p)
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("show", _show_args, help="one stored run: everything it recorded")
@@ -321,16 +331,33 @@ def cmd_show(args) -> int:
     from . import api
 
     run = api.find_run(args.run, results=_results(args))
-    print(json.dumps(run.as_dict(), indent=2) if args.json else terminal.show_text(run))
+    _out(args, run.as_dict(), terminal.result_rows(run), terminal.show_text(run, args.all))
     return 0
 
 
 def _emit(text: str, output: str | None) -> None:
-    if output:
-        write_text(output, text)
+    """Standard output, or FILE written atomically ('-' is standard output)."""
+    if output and output != "-":
+        write_text(output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _out(args, data, rows: list[dict], text: str | None = None, title: str = "") -> None:
+    """What a command prints, in its --format: `data` as JSON, `rows` as markdown or CSV (and as the fitted table
+    unless `text` is the table form), to -o."""
+    from .tables import render
+
+    if args.format == "json":
+        body = json.dumps(data, indent=2)
+    elif args.format in ("markdown", "csv", "html"):
+        import pandas as pd
+
+        body = render(pd.DataFrame(rows), args.format, title)
+    else:
+        body = text if text is not None else ((title + "\n") if title else "") + terminal.table(rows)
+    _emit(body, args.output)
 
 
 def _diff_args(p: argparse.ArgumentParser) -> None:
@@ -346,7 +373,8 @@ def _diff_args(p: argparse.ArgumentParser) -> None:
 @command("diff", _diff_args, help="two runs metric by metric: delta, ratio, better/worse/same")
 def cmd_diff(args) -> int:
     from . import api
-    from .analysis.compare import regressions, render
+    from .analysis.compare import regressions
+    from .tables import render
 
     frame = api.diff(args.a, args.b, metrics=_metric_list(args), threshold=args.threshold / 100, force=args.force,
                      results=_results(args))
@@ -367,8 +395,7 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", metavar="NAME[,NAME_B]",
                    help="explain one kernel instead of the runs' totals: NAME in both runs, or NAME of A against "
                         "NAME_B of B (give the same run twice to explain two kernels of one process)")
-    p.add_argument("--format", "-f", default="table", choices=["table", "markdown", "json"])
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    _output_args(p)
     _results_arg(p)
 
 
@@ -413,8 +440,9 @@ def cmd_compare(args) -> int:
 
 
 def _import_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a run folder, or its result.json")
     _results_arg(p)
+    _output_args(p)
 
 
 @command("import", _import_args, help="store runs from their result.json (a run folder or the file)")
@@ -422,22 +450,23 @@ def cmd_import(args) -> int:
     from . import api
 
     outcomes, where = api.import_runs(*args.paths, results=_results(args))
-    for run_id, stored in outcomes:
-        print(f"{run_id}: {'stored' if stored else 'stored already'}")
+    rows = [{"id": run_id, "outcome": "stored" if stored else "stored already"} for run_id, stored in outcomes]
+    _out(args, rows, rows)
     print(f"{sum(stored for _, stored in outcomes)} run(s) stored in {where}", file=sys.stderr)
     return 0
 
 
 def _import_log_args(p: argparse.ArgumentParser) -> None:
     _stats_arg(p)
-    p.add_argument("logs", nargs="+", metavar="LOG", help="GPGPU-Sim stdout+stderr, plain or .gz")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="GPGPU-Sim stdout+stderr, plain or .gz ('-': standard "
+                                                          "input)")
     p.add_argument("--label", "-l", action="append", default=[], metavar="KEY=VALUE",
                    help="a label for every log given (repeatable): app=, variant=, config=, problem= or any key; "
                         "labels act as parameters in filters, compare --by and reports (default app = file name)")
     p.add_argument("--config", help="the config's name (default: the config= label, else 'as-logged'); logs whose "
                                     "printed options differ are never mixed in one comparison table")
     _results_arg(p)
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("import-log", _import_log_args, help="store GPGPU-Sim logs from any application as gpgpusim runs")
@@ -449,12 +478,11 @@ def cmd_import_log(args) -> int:
     for name, result in zip(args.logs, done, strict=True):
         for note in filter(None, result.environment.get("parse_notes", "").split("; ")):
             print(f"simflow: note: {name}: {note}", file=sys.stderr)
-        if not args.json:
-            print(f"{result.run_id}: {name}: {result.status}, {len(result.kernels)} kernel(s)"
-                  + ("" if result.status == "passed" else f" ({result.reason})"))
-    if args.json:
-        print(json.dumps([{"id": r.run_id, "log": r.artifacts["log"], "status": r.status, "reason": r.reason,
-                           "kernels": r.kernels, "labels": r.params} for r in done], indent=2))
+    data = [{"id": r.run_id, "log": r.artifacts["log"], "status": r.status, "reason": r.reason,
+             "kernels": r.kernels, "labels": r.params} for r in done]
+    rows = [{"id": r.run_id, "log": name, "status": r.status, "kernels": len(r.kernels), "reason": r.reason}
+            for name, r in zip(args.logs, done, strict=True)]
+    _out(args, data, rows)
     return 0 if all(r.status == "passed" for r in done) else 2
 
 
@@ -468,7 +496,7 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
     _results_arg(p)
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("sweep", _sweep_args, help="run a TOML sweep (variants x params x problems x backends x configs)")
@@ -476,16 +504,18 @@ def cmd_sweep(args) -> int:
     from . import api
 
     done = api.sweep(args.file, workers=args.workers, executor=args.executor, scheduler=args.scheduler,
-                     retry_failed=args.retry_failed, dry_run=args.dry_run, quiet=args.json, results=_results(args))
+                     retry_failed=args.retry_failed, dry_run=args.dry_run, quiet=args.format != "table",
+                     results=_results(args))
     if args.dry_run:
-        print(terminal.sweep_plan_text(done.sweep, done.plan))
+        rows = terminal.sweep_plan_rows(done.sweep, done.plan)
+        _out(args, rows, rows, terminal.sweep_plan_text(done.sweep, done.plan))
         return 0
     if done.sampled is not None:
         data, text = terminal.sampled_sweep(done.sweep, done.sampled, done.wall_s)
-        print(json.dumps(data, indent=2) if args.json else text)
+        _out(args, data, data["estimates"], text)
         return 0 if all(o.result for o in done.sampled) else 2
     report = done.report
-    print(json.dumps(report.as_dict(), indent=2) if args.json else terminal.sweep_text(report))
+    _out(args, report.as_dict(), terminal.sweep_rows(report), terminal.sweep_text(report))
     if report.interrupted:
         print(f"simflow: sweep interrupted; the runs in flight are stored as 'interrupted', {len(report.stored)} "
               "run(s) recorded; run the sweep again to resume", file=sys.stderr)
@@ -510,7 +540,7 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time", type=float, help="stop after this many seconds (per layer)")
     p.add_argument("--seed", type=int, default=0, help="the optimiser's and the inputs' seed")
     _results_arg(p)
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("tune", _tune_args, help="search variants' parameters for the fastest passing configuration of a layer")
@@ -518,16 +548,20 @@ def cmd_tune(args) -> int:
     from . import api
 
     def say(text: str, trial=None) -> None:
-        if not args.json:
+        if args.format == "table":
             print(terminal.trial_text(trial) if trial else text, file=sys.stderr)
 
     layers = suite(args.suite) if args.suite else [_problem(args)]
     done = api.tune(layers, args.names, every=args.all, batch=args.batch, backend=args.backend, config=args.config,
                     precision=args.precision, strategy=args.strategy, runs=args.runs, time_s=args.time,
                     seed=args.seed, results=_results(args), progress=say,
-                    layer_done=None if args.json else (lambda result: print(terminal.tune_text(result))))
-    if args.json:
-        print(json.dumps([r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), indent=2))
+                    layer_done=(lambda result: print(terminal.tune_text(result))) if args.format == "table" else None)
+    if args.format != "table":
+        rows = [{"layer": r.problem.name, **{k: v for k, v in t.items() if k != "params"},
+                 "params": terminal.params_text(t["params"])} for r in done for t in r.as_dict()["trials"]]
+        _out(args, [r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), rows)
+    elif args.output:
+        raise UserError("tune prints its table as it goes; -o takes --format markdown, csv or json")
     return 0 if all(r.best for r in done) else 2
 
 
@@ -558,7 +592,7 @@ def _doctor_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reprobe", action="store_true", help="run the probes again even where cached")
     p.add_argument("--require", action="append", default=[], choices=backend_names(),
                    help="exit 1 unless this backend can run here (repeatable; the image build uses it)")
-    _json_arg(p)
+    _output_args(p)
 
 
 @command("doctor", _doctor_args, help="what simflow can use here, what is missing and how to get it")
@@ -566,7 +600,8 @@ def cmd_doctor(args) -> int:
     from . import api
 
     findings, absent = api.doctor(probe_builds=not args.no_probe, refresh=args.reprobe, require=args.require)
-    print(json.dumps([f.as_dict() for f in findings], indent=2) if args.json else terminal.findings_text(findings))
+    data = [f.as_dict() for f in findings]
+    _out(args, data, data, terminal.findings_text(findings))
     if absent:
         print(f"simflow: error: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
         return 1
@@ -603,35 +638,37 @@ def cmd_image(args) -> int:
 def _check_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
     _problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=_at_least(1), default=10)
-    _json_arg(p)
+    p.add_argument("--seed", type=int, default=0, help="the inputs' seed (default 0)")
+    p.add_argument("--repeats", type=_at_least(1), default=10, help="timed launches per variant on a GPU (default 10)")
+    _results_arg(p)
+    _output_args(p, "the toolkits, the backends and a row per variant")
 
 
-@command("check", _check_args, help="render, compile and run every variant on every backend present")
+@command("check", _check_args, help="render, compile and run every variant on every backend present",
+         epilog="exit status: 0 every variant passed on some backend, 2 one failed, 3 no backend could run them "
+                "(each absent one is named, with how to get it)")
 def cmd_check(args) -> int:
     from . import api
 
     problem = _problem(args)
-    quiet = args.json
-    if not quiet:
+    printer = terminal.CheckTable() if args.format == "table" and args.output in (None, "-") else None
+    if printer:
         print(f"simflow {__version__}: checking every variant on {problem.describe()}")
-    report = api.check(problem, seed=args.seed, repeats=args.repeats, results=_results(args),
-                       progress=None if quiet else print)
-    failed = [r["variant"] for r in report.rows if any(str(v).startswith("FAILED") for v in r.values())]
-    if quiet:
-        print(json.dumps(report.as_dict(), indent=2))
-        return 2 if failed else 0
-    print(terminal.check_text(report))
-    return 2 if failed else 0  # like a run that did not pass (1 is a mistake in the command)
+    report = api.check(problem, seed=args.seed, repeats=args.repeats, results=_results(args), progress=printer)
+    if printer:
+        print(printer.summary(report))
+    else:
+        _out(args, report.as_dict(), report.rows)
+    return 2 if report.failed else 0 if report.ran else 3
 
 
 def _parse_args(p: argparse.ArgumentParser) -> None:
     _stats_arg(p)
-    p.add_argument("logs", nargs="*", metavar="LOG", help="the simulator's stdout+stderr (plain or .gz); several "
-                                                          "logs give one table, a row per kernel per log")
-    _json_arg(p, "run facts and one record per kernel launch (several logs: {\"logs\": [...]})")
-    p.add_argument("--csv", metavar="FILE", help="write the per-kernel table as CSV")
+    p.add_argument("logs", nargs="*", metavar="LOG", help="the simulator's stdout+stderr (plain or .gz; '-': standard "
+                                                          "input); several logs give one table, a row per kernel per "
+                                                          "log")
+    _output_args(p, "run facts and one record per kernel launch (several logs: {\"logs\": [...]})")
+    p.add_argument("--csv", metavar="FILE", help=argparse.SUPPRESS)  # before --format: the same as -f csv -o FILE
     p.add_argument("--all", action="store_true", help="every stat of the catalogue, not the summary")
     p.add_argument("--aggregate", action="store_true",
                    help="one row per kernel name: launches' counts summed, rates weighted by cycles")
@@ -644,23 +681,22 @@ def cmd_parse(args) -> int:
     from .sim.catalogue import iter_catalogue
 
     if args.catalogue:
-        print(terminal.table(list(iter_catalogue())))
+        rows = list(iter_catalogue())
+        _out(args, rows, rows)
         return 0
     if not args.logs:
-        raise UserError("simflow parse needs a LOG file (or --catalogue)")
+        raise UserError("simflow parse needs a LOG file ('-' for standard input), or --catalogue")
     table = api.parse(*args.logs, aggregate=args.aggregate)
     logs = table.attrs["logs"]
     code = 0 if all(facts["status"] == "complete" for facts in logs) else 2
     args.exit_code = code  # what a reader that goes away early (| head) still gets
     for line in terminal.parse_notes(table, logs):
         print(line, file=sys.stderr)
-    if args.csv:
-        shown = table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")
+    shown = table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")
+    if args.csv:  # the older spelling of --format csv -o FILE, kept beside a table or JSON on standard output
         replace_with(args.csv, lambda tmp: shown.to_csv(tmp, index=False))
-    if args.json:
-        print(terminal.parse_json(table, logs))
-    else:
-        print(terminal.parse_text(table, logs, args.all))
+    rows = shown.to_dict(orient="records")
+    _out(args, json.loads(terminal.parse_json(table, logs)), rows, terminal.parse_text(table, logs, args.all))
     return code
 
 

@@ -4,28 +4,15 @@ command line (cli.py) parses and calls simflow.api; what it prints of the answer
 from __future__ import annotations
 
 import math
+import textwrap
 
 from .backends import backend_class, known_backend
 from .kernels.variants import show_value
-
-
-def table(rows: list[dict]) -> str:
-    import pandas as pd
-
-    if not rows:
-        return "(nothing)"
-    with pd.option_context("display.max_colwidth", 120, "display.width", 250):
-        return pd.DataFrame(rows).fillna("").to_string(index=False)
+from .tables import table, width
 
 
 def params_text(params: dict) -> str:
     return " ".join(f"{k}={show_value(v)}" for k, v in params.items())
-
-
-def metric_rows(metrics: dict, units: dict, prefix: str = "") -> list[dict]:
-    """metric / value / unit rows of a run's metrics (`prefix` finds the units of one kernel's)."""
-    return [{"metric": k, "value": f"{v:.6g}" if isinstance(v, float) else v, "unit": units.get(prefix + k, "")}
-            for k, v in metrics.items()]
 
 
 def run_text(result) -> str:
@@ -39,37 +26,17 @@ def run_text(result) -> str:
     if result.sampled:
         lines += _estimate_lines(result, shown)
         return "\n".join(lines)
+    lines.append(metrics_table(result, shown))
     if shown:
-        lines += _shown_lines(result, shown)
+        lines += [f"{key}: {result.metrics[key]:.4g}" for key in ("sim_wall_s", "rel_error") if key in result.metrics]
+        lines += [f"{key}: {value} (what caps the CTAs per SM, so the theoretical occupancy)"
+                  for key, value in result.environment.items() if key.split(".")[-1] == "cta_limited_by"]
     else:
-        groups = result.split_metrics()
-        for kernel, values in groups.items():
-            rows = metric_rows(values, result.units, f"{kernel}." if kernel else "")
-            lines.append((f"{kernel}:\n" if kernel else "") + table(rows))
-        lines.append(f"environment: {', '.join(f'{k}={v}' for k, v in result.environment.items())}")
+        env = ", ".join(f"{k}={v}" for k, v in result.environment.items())
+        lines += textwrap.wrap(f"environment: {env}", width() or 10**6, subsequent_indent="  ")
     lines.append(f"run: {result.run_id}")
     lines += [f"{key}: {path}" for key, path in result.artifacts.items() if key in ("run_dir", "log")]
     return "\n".join(lines)
-
-
-def _shown_lines(result, shown: tuple[str, ...]) -> list[str]:
-    """The backend's shown metrics, a column per kernel; the rest of the record is in `simflow show`."""
-    import pandas as pd
-
-    groups = result.split_metrics()
-    run_level = groups.pop("", {})
-    if not groups and result.kernels:  # one kernel: its stats are the unprefixed ones
-        groups = {result.kernels[0]: run_level}
-    values = {kern: {n: v for n, v in metrics.items() if n in shown} for kern, metrics in groups.items()}
-    lines = []
-    if any(values.values()):
-        with pd.option_context("display.width", 200, "display.float_format", "{:.6g}".format):
-            lines.append(pd.DataFrame(values).reindex([n for n in shown if any(n in v for v in values.values())])
-                         .to_string())
-    lines += [f"{key}: {result.metrics[key]:.4g}" for key in ("sim_wall_s", "rel_error") if key in result.metrics]
-    lines += [f"{key}: {value} (what caps the CTAs per SM, so the theoretical occupancy)"
-              for key, value in result.environment.items() if key.split(".")[-1] == "cta_limited_by"]
-    return lines
 
 
 def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
@@ -121,51 +88,145 @@ def problems_text(rows: list[dict], suite_name: str | None, gflop: float) -> str
     return table(rows) + "\n" + tail
 
 
-def runs_text(runs) -> str:
-    """`simflow runs`: a line per run, its backend's headline figure."""
+def runs_rows(runs) -> list[dict]:
+    """`simflow runs`: a row per run, its backend's headline figure."""
     from .backends.base import headline
 
     rows = []
     for r in runs:
         cls = known_backend(r.backend)
-        speed = headline(cls, r.metrics) if cls else ""
         rows.append({"id": r.id, "variant": r.variant, "params": params_text(r.params),
                      "problem": r.problem.name, "backend": r.backend + (f" {r.config}" if r.config else ""),
                      "status": r.status + (" (sampled estimate)" if r.sampled else "")
-                     + ("" if r.stored else " (not stored: simflow import its folder)"), "figure": speed})
+                     + ("" if r.stored else " (not stored: simflow import its folder)"),
+                     "figure": headline(cls, r.metrics) if cls else ""})
+    return rows
+
+
+def result_rows(result) -> list[dict]:
+    """A run's metrics as rows (--format csv, markdown): kernel ('' for the run's own), metric, value, unit, and
+    each estimate's bound."""
+    rows = []
+    for kernel, values in result.split_metrics().items():
+        prefix = f"{kernel}." if kernel else ""
+        for name, value in values.items():
+            rows.append({"kernel": kernel, "metric": name, "value": value, "unit": result.units.get(prefix + name, ""),
+                         **({"bound": result.bound(prefix + name)} if result.sampled else {})})
+    return rows
+
+
+def metrics_table(result, names: tuple[str, ...] = ()) -> str:
+    """A run's metrics, a row per metric (`names`, in order, or every one), a column per kernel, then the unit."""
+    groups = result.split_metrics()
+    if len(groups) > 1 and not groups.get(""):
+        groups.pop("", None)
+    order = list(names) or list(dict.fromkeys(n for values in groups.values() for n in values))
+    alone = result.kernels[0] if len(groups) == 1 and len(result.kernels) == 1 else "value"
+    rows = []
+    for name in order:
+        present = {kernel or alone: values[name] for kernel, values in groups.items() if name in values}
+        if not present:
+            continue
+        unit = next((result.units.get(f"{k}.{name}" if k else name, "") for k in groups if name in groups[k]), "")
+        row = {"metric": name, **present, "unit": unit}
+        if result.sampled:
+            row["bound"] = result.bound(name)
+        rows.append(row)
     return table(rows)
 
 
-def show_text(run) -> str:
-    """`simflow show`: everything a stored run recorded."""
+def show_text(run, every: bool = False) -> str:
+    """`simflow show`: what a stored run is, its main metrics per kernel (`every`: all of them), where its files
+    are."""
     lines = [f"run {run.id} ({run.created}): {run.variant} [{params_text(run.params)}] on {run.problem.describe()}",
              f"backend {run.backend} ({run.runner}{', config ' + run.config if run.config else ''}): {run.status}"
              + (f"\nreason: {run.reason}" if run.reason else ""),
              f"fingerprint {run.fingerprint}, seed {run.seed}, simflow {run.simflow_version}"]
-    rows = metric_rows(run.metrics, run.units)
     if run.sampled:
         from .analysis.compare import estimate_text
 
         lines.append(f"ESTIMATE from sampled simulation ({estimate_text(run)}); probe {run.estimate['probe']}, "
                      f"samples {', '.join(run.estimate['runs'])}; each metric's bound is the absolute error expected")
-        for row in rows:
-            bound = run.bound(row["metric"])
-            row["bound"] = "" if math.isnan(bound) else f"{bound:.3g}"
-    lines.append(table(rows))
+    shown = () if every else getattr(known_backend(run.backend), "shown", ())
+    lines.append(metrics_table(run, shown))
+    if shown:
+        names = {n for values in run.split_metrics().values() for n in values}
+        lines.append(f"({len(names - set(shown))} more metrics: simflow show {run.id} --all, or --format csv|json)")
     config = {"config": run.config, "config_key": run.config_key} if run.config else {}  # the job's, beside the run's
-    lines.append("environment: " + ", ".join(f"{k}={v}" for k, v in sorted({**run.environment, **config}.items())))
+    env = ", ".join(f"{k}={v}" for k, v in sorted({**run.environment, **config}.items()))
+    lines += textwrap.wrap("environment: " + env, width() or 10**6, subsequent_indent="  ")
     lines += [f"{kind}: {path}" for kind, path in run.artifacts.items()]
     return "\n".join(lines)
 
 
-def check_text(report) -> str:
-    """`simflow check`'s summary: the toolkits, every variant's row, each backend present or how to get it."""
-    lines = ["", "toolkits: " + ("; ".join(report.toolkits) or "none found"), table(report.rows), "", "backends:"]
-    for name, b in report.backends.items():
-        lines.append(f"  {name}: {'present' if b['available'] else 'ABSENT'}: {b['detail']}")
-        if not b["available"] and b["how_to_get"]:
-            lines.append(f"      how to get it: {b['how_to_get']}")
-    return "\n".join(lines)
+class CheckTable:
+    """`simflow check` as it goes: a row per variant once its results are in, each result said once, every line
+    within the terminal's width (120 where it has none). A result too long for its column is cut to its first
+    word with a note number; the notes, the toolkits and the backends (with how to get the absent ones) follow."""
+
+    def __init__(self, write=print, limit: int | None = None):
+        self.write, self.limit = write, limit or width() or 120
+        self.notes: dict[str, int] = {}
+        self.widths: list[int] = []
+
+    def __call__(self, report, row: dict | None) -> None:
+        if row is None:
+            self._head(report)
+        else:
+            self._row(row)
+
+    def _head(self, report) -> None:
+        from .kernels.variants import VARIANTS
+
+        name = min(22, max(len("variant"), *(len(v) for v in VARIANTS)))
+        fixed = name + 2 + 5
+        each = max(6, (self.limit - fixed - 2 * len(report.columns)) // max(1, len(report.columns)))
+        self.widths = [name, 5] + [each] * len(report.columns)
+        self._line(["variant", "lines", *report.columns])
+        self.write("  ".join("-" * w for w in self.widths))
+
+    def _cell(self, text: str, width: int) -> list[str]:
+        text = text.replace(", 0 B spilled", "")
+        lines = textwrap.wrap(text, width) or [""]
+        if len(lines) <= 2:
+            return lines
+        number = self.notes.setdefault(text, len(self.notes) + 1)
+        return textwrap.wrap(f"{text.split()[0].rstrip(':,')} [{number}]", width)
+
+    def _line(self, cells: list[str]) -> None:
+        parts = [self._cell(c, w) for c, w in zip(cells, self.widths, strict=True)]
+        for i in range(max(map(len, parts))):
+            self.write("  ".join((p[i] if i < len(p) else "").ljust(w) for p, w in zip(parts, self.widths,
+                                                                                      strict=True)).rstrip())
+
+    def _row(self, row: dict) -> None:
+        if "render" in row:  # refused for this problem: one note across the row
+            number = self.notes.setdefault(row["render"], len(self.notes) + 1)
+            self.write(f"{row['variant'].ljust(self.widths[0])}  {'-'.ljust(5)}  "
+                       f"not rendered for this problem [{number}]")
+            return
+        columns = [k for k in row if k not in ("variant", "lines", "fingerprint")]
+        self._line([row["variant"], str(row.get("lines", "")), *(str(row[c]) for c in columns)])
+
+    def summary(self, report) -> str:
+        """The notes, the toolkits, the backends and the verdict, wrapped to the width."""
+        def wrap(text: str, indent: str = "    ") -> list[str]:
+            return textwrap.wrap(text, self.limit, subsequent_indent=indent)
+
+        lines = [""] if self.notes else []
+        for text, number in self.notes.items():
+            lines += wrap(f"[{number}] {text}")
+        lines += [""] + wrap("toolkits: " + ("; ".join(report.toolkits) or "none found"))
+        lines.append("backends:")
+        for name, b in report.backends.items():
+            lines += wrap(f"  {name}: {'present' if b['available'] else 'absent'}: {b['detail']}")
+            if not b["available"] and b["how_to_get"]:
+                lines += wrap(f"    how to get it: {b['how_to_get']}", "      ")
+        ran = ", ".join(report.ran)
+        lines += wrap(f"{len(report.rows)} variants rendered and compiled"
+                      + (f", run on {ran}" if ran else "; no backend could run them (see above how to get one)")
+                      + (f"; FAILED: {', '.join(report.failed)}" if report.failed else ""))
+        return "\n".join(lines)
 
 
 def sweep_text(report) -> str:
@@ -178,6 +239,23 @@ def sweep_text(report) -> str:
         lines.append(f"  ERROR, {len(jobs)} job(s) could not run: {error}")
         lines += [f"    {job}" for job in jobs]
     return "\n".join(lines)
+
+
+def sweep_rows(report) -> list[dict]:
+    """A finished sweep's outcomes, a row each (--format csv, markdown)."""
+    return ([{"outcome": "run", "what": r, "reason": ""} for r in report.stored]
+            + [{"outcome": "from the store", "what": r, "reason": ""} for r in report.cached]
+            + [{"outcome": "did not pass", "what": r, "reason": why} for r, why in report.failed]
+            + [{"outcome": "could not run", "what": str(j), "reason": e} for j, e in report.errors]
+            + [{"outcome": "refused", "what": str(j), "reason": why} for j, why in report.refused])
+
+
+def sweep_plan_rows(sweep, planned) -> list[dict]:
+    """`simflow sweep --dry-run` as data: each job, its state and why it is refused."""
+    refused = {job.key: why for job, why in planned.refused}
+    return [{"state": "refused" if job.key in refused else "run" if job in planned.todo else "stored",
+             "job": job.describe(), "reason": f"{sweep.where(job)}: {refused[job.key]}" if job.key in refused else ""}
+            for job in sweep.jobs]
 
 
 def sweep_plan_text(sweep, planned) -> str:
@@ -242,22 +320,30 @@ def tune_text(result) -> str:
                             f"(run {best.run_id})" if best else "none passed"))
 
 
-def parse_text(table, logs: list[dict], every_column: bool) -> str:
+def parse_text(frame, logs: list[dict], every_column: bool) -> str:
     """`simflow parse`: each log's status and build, then the per-kernel summary (every column with --all)."""
     from .sim.catalogue import SUMMARY
 
-    lines = []
+    lines, limit = [], width() or 10**6
     for facts in logs:
-        lines.append(f"{facts['log']}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"] else ""))
+        lines += textwrap.wrap(f"{facts['log']}: {facts['status']}" + (f" ({facts['reason']})" if facts["reason"]
+                                                                        else ""), limit, subsequent_indent="  ")
         if facts["build"]:
-            lines.append(f"  simulator {facts['simulator_version']} [{facts['build']}], {facts['kernels']} kernel "
-                         "launch(es)")
-    if len(table):
-        ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in table.columns]
+            lines += textwrap.wrap(f"  simulator {facts['simulator_version']} [{facts['build']}], {facts['kernels']} "
+                                   "kernel launch(es)", limit, subsequent_indent="    ")
+    if len(frame):
+        ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in frame.columns]
         keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY]
-                        if c in table.columns]
-        shown = table if every_column else table[keep]
-        lines.append((shown.drop(columns=["log"]).set_index("kernel").T if len(logs) == 1 else shown).to_string())
+                        if c in frame.columns]
+        shown = frame if every_column else frame[keep]
+        if len(logs) == 1:  # a row per stat, a column per kernel launch
+            records = shown.drop(columns=["log"]).to_dict(orient="records")
+            heads = [f"{r['kernel']}#{r['launch_uid']}" if "launch_uid" in r and len(records) > 1 else r["kernel"]
+                     for r in records]
+            lines.append(table([{"stat": c, **{h: r[c] for h, r in zip(heads, records, strict=True)}}
+                               for c in shown.columns if c not in ("log", "kernel")]))
+        else:
+            lines.append(table(shown.to_dict(orient="records"), keep=len(ident)))
     return "\n".join(lines)
 
 
@@ -276,7 +362,7 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
     it groups by and its baseline."""
     import json
 
-    from .analysis.compare import render
+    from .tables import render
 
     def title(t) -> str:
         missing = "" if t.baseline_found else f" ({baseline} is not in this table)"

@@ -21,9 +21,10 @@ def sigint_default() -> None:
 
 
 def simflow(*args, env=None, timeout=300):
-    """Run `python -m simflow` in a fresh interpreter, as a user would."""
+    """Run `python -m simflow` in a fresh interpreter, as a user would, its output a pipe (tables keep every column
+    unless `env` sets COLUMNS)."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
+    full_env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "PYTHONPATH": path, **(env or {})}
     return subprocess.run([sys.executable, "-m", "simflow", *args], capture_output=True, text=True, env=full_env,
                           timeout=timeout)
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ from conftest import ROOT, simflow
 
 from simflow.backends import backend_class
 from simflow.cli import main
+from simflow.kernels.problems import get_problem
 from simflow.kernels.variants import VARIANTS
 
 
@@ -82,11 +84,18 @@ def test_doctor_says_where_it_looked_for_the_simulator(tmp_path):
         search["detail"] and "used: " not in search["detail"]
 
 
+@pytest.fixture(scope="module")
+def compile_cache(tmp_path_factory):
+    """One compile cache for the check tests: the second check compiles nothing again."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.mark.nvcc
-def test_check_is_the_main_job(tmp_path):
-    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)}, timeout=900)  # every variant, each nvcc
-    assert proc.returncode == 0, proc.stderr
+def test_check_is_the_main_job(compile_cache):
+    proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(compile_cache)}, timeout=900)  # each variant, nvcc
     report = json.loads(proc.stdout)
+    ran = [name for name, b in report["backends"].items() if b["available"] and name != "gpu-ncu"]
+    assert proc.returncode == (0 if ran else 3), proc.stderr  # 3: no backend could run them
     rows = {r["variant"]: r for r in report["variants"]}
     assert set(rows) == set(VARIANTS)
     # batch3x3 has 4 output channels: WMMA (fragments of 16) refuses it, naming the limit
@@ -103,6 +112,46 @@ def test_check_is_the_main_job(tmp_path):
     assert "gpu" in report["backends"]
     if not report["backends"]["gpu"]["available"]:
         assert report["backends"]["gpu"]["how_to_get"]
+
+
+@pytest.mark.nvcc
+def test_check_says_each_result_once_within_the_terminal(compile_cache, tmp_path):
+    proc = simflow("check", "--results", str(tmp_path), env={"SIMFLOW_CACHE": str(compile_cache), "COLUMNS": "120"},
+                   timeout=900)
+    lines = proc.stdout.splitlines()
+    assert max(map(len, lines)) <= 120, max(lines, key=len)
+    rows = [line.split()[0] for line in lines if line and line.split()[0] in VARIANTS]
+    assert sorted(rows) == sorted(VARIANTS)  # each variant once: no summary table repeats the rows
+    assert "not rendered for this problem [1]" in proc.stdout and "[1] refused: output channels M" in proc.stdout
+    assert " 34.0 " not in proc.stdout and "render" not in lines[1]
+    assert lines[-1].startswith(f"{len(VARIANTS)} variants rendered and compiled")
+    assert proc.returncode in (0, 3) and ("no backend could run them" in lines[-1]) == (proc.returncode == 3)
+
+
+def test_the_check_table_fits_any_width_and_says_long_results_once():
+    from simflow.run.check import CheckReport
+    from simflow.terminal import CheckTable
+
+    report = CheckReport(get_problem("batch3x3"), columns=["nvcc 13.0 sm_90", "nvcc 11.8 sm_90", "gpgpusim"],
+                         backends={"gpgpusim": {"available": True, "detail": "at /opt", "how_to_get": ""},
+                                   "gpu": {"available": False, "detail": "no PyCUDA", "how_to_get": "x " * 300}})
+    why = "refused (GPGPU-Sim runs sm_70 code, and this kernel needs ldmatrix and mma.sync with fp16 inputs) " * 2
+    for limit in (60, 80, 120, 200):
+        out: list[str] = []
+        report.rows = []
+        printer = CheckTable(out.append, limit)
+        printer(report, None)
+        for variant in ("global", "mma_nhwc", "mma_nchw"):
+            row = {"variant": variant, "lines": 34, "nvcc 13.0 sm_90": "ok, 28 regs, 0 B spilled",
+                   "nvcc 11.8 sm_90": "ok, 25 regs, 0 B spilled", "gpgpusim": why if "mma" in variant else
+                   "passed, 6693 cycles, IPC 111.1"}
+            report.rows.append(row)
+            printer(report, row)
+        text = "\n".join(out) + "\n" + printer.summary(report)
+        assert max(map(len, text.splitlines())) <= limit, (limit, text)
+        number = re.search(r"\[(\d+)\] refused \(GPGPU-Sim", text).group(1)  # the refusal, said once as a note
+        assert "\n".join(out).count(f"[{number}]") == 2 and text.count(f"[{number}] refused (GPGPU-Sim") == 1
+        assert "0 B spilled" not in text and "how to get it: x x" in text
 
 
 @pytest.mark.gpu
@@ -152,3 +201,35 @@ def test_parse_keeps_its_exit_status_when_the_reader_goes_away():
                                          "echo status=${PIPESTATUS[0]}"], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.stdout.strip().endswith("status=2") and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+
+
+LOG = ROOT / "tests" / "data" / "gpgpusim-dev_qv100_global-then-shared.log.gz"
+
+
+def test_parse_reads_standard_input_and_writes_standard_output():
+    proc = subprocess.run(f"zcat {LOG} | {sys.executable} -m simflow parse - --format csv -o -", shell=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("launch_uid,kernel,complete") and len(lines) == 3 and "34.0" not in proc.stdout
+    assert not (ROOT / "-").exists()
+
+
+@pytest.mark.parametrize("command", [["variants"], ["problems"], ["parse", str(LOG)], ["parse", "--catalogue"],
+                                     ["doctor", "--no-probe"]])
+def test_one_output_option_for_every_table(command, tmp_path):
+    """--json is --format json; markdown and csv carry the same rows; -o FILE holds what stdout would."""
+    as_json = simflow(*command, "--json")
+    assert json.loads(as_json.stdout) == json.loads(simflow(*command, "--format", "json").stdout)
+    assert simflow(*command, "-f", "markdown").stdout.count("\n| ") >= 2
+    assert simflow(*command, "-f", "csv", "-o", str(tmp_path / "out.csv")).stdout == ""
+    assert (tmp_path / "out.csv").read_text() == simflow(*command, "-f", "csv").stdout
+
+
+def test_a_table_fits_the_terminal_and_names_what_it_left_out():
+    wide = simflow("parse", str(LOG), "--all")
+    assert max(map(len, wide.stdout.splitlines())) > 80  # a pipe: every column, as it is
+    narrow = simflow("parse", str(LOG), "--all", env={"COLUMNS": "80"})
+    lines = narrow.stdout.splitlines()
+    assert max(map(len, lines)) <= 80 and "left out to fit 80 characters" in narrow.stdout
+    assert "_Z13conv2d_globalPKfS0_Pfiiii#1" in narrow.stdout  # the first column stays

@@ -10,9 +10,10 @@ import pytest
 from conftest import simflow
 from runs import gpu_record, sim_record
 
-from simflow.analysis.compare import comparable, compare, diff, mark, regressions, render
+from simflow.analysis.compare import comparable, compare, diff, mark, regressions
 from simflow.errors import UserError
 from simflow.results.store import Store
+from simflow.tables import render
 
 
 @pytest.fixture
@@ -135,9 +136,9 @@ def test_import_stores_run_folders_once(tmp_path):
     record = sim_record(tmp_path, "shared")  # a run whose store write failed: only its folder exists
     env = {"SIMFLOW_RESULTS": str(tmp_path)}
     proc = simflow("import", record.artifacts["run_dir"], env=env)
-    assert proc.returncode == 0 and f"{record.run_id}: stored" in proc.stdout
+    assert proc.returncode == 0 and [record.run_id, "stored"] in [line.split() for line in proc.stdout.splitlines()]
     proc = simflow("import", record.artifacts["run_dir"], env=env)
-    assert "stored already" in proc.stdout
+    assert [record.run_id, "stored", "already"] in [line.split() for line in proc.stdout.splitlines()]
     with Store(tmp_path) as store:
         assert store.ids() == [record.run_id]
 
@@ -223,7 +224,7 @@ def test_diff_marks_a_run_that_stopped_passing_as_worse(tmp_path):
     env = {"SIMFLOW_RESULTS": str(tmp_path)}
     proc = simflow("diff", good.run_id, broken.run_id, "--fail-on-regression", env=env)
     assert proc.returncode == 4 and "status: passed -> compile_error" in proc.stderr
-    assert proc.stdout.splitlines()[2].split()[:3] == ["status", "passed", "compile_error"]
+    assert proc.stdout.splitlines()[3].split()[:3] == ["status", "passed", "compile_error"]  # title, head, rule
 
 
 def test_compare_counts_a_newly_failing_job_as_a_regression(tmp_path):

@@ -163,9 +163,9 @@ echo "== import-log"; $py import-log {LOG} --results {full}/empty; echo "rc=$?"
 ls -A {full}/empty {full}/empty/runs/* 2>&1
 echo "== left"; find {full} -name '*.tmp*'; echo end
 echo "== import"; $py import {run} --results {full}; echo "rc=$?"
-echo "== runs"; $py runs --results {full} | tail -n +2 | wc -l
+echo "== runs"; $py runs --results {full} | tail -n +3 | wc -l
 mount --bind -o ro {results} {results}
-echo "== ro runs"; $py runs --results {results} | tail -n +2 | wc -l; echo "rc=$?"
+echo "== ro runs"; $py runs --results {results} | tail -n +3 | wc -l; echo "rc=$?"
 echo "== ro import"; $py import {run} --results {results}; echo "rc=$?"
 """
     proc = subprocess.run(["unshare", "--mount", "--map-root-user", "bash", "-c", script], capture_output=True,

@@ -38,6 +38,7 @@ def _normalise(text: str, folder: Path, ids: dict) -> str:
     ("diff.txt", ["diff", "variant=global", "variant=shared"]),
     ("compare.md", ["compare", "--by", "variant", "--baseline", "global", "-f", "markdown"]),
     ("show.txt", ["show", "variant=shared"]),
+    ("show-all.txt", ["show", "variant=shared", "--all"]),
 ])
 def test_output_matches_the_golden_file(results, name, args):
     folder, ids = results

@@ -5,10 +5,13 @@ import csv
 import gzip
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import simflow
+from conftest import ROOT, simflow
 
 from simflow.errors import UserError
 from simflow.results.store import Store
@@ -147,3 +150,21 @@ def test_aggregate_rules():
                          "L2_total_cache_misses": 3.0, "maxmflatency": 250.0}])
     assert merged["gpu_sim_cycle"] == 400 and merged["gpu_occupancy"] == 10  # a missing value is left out
     assert merged["L2_total_cache_miss_rate"] == 0.5 and merged["maxmflatency"] == 250
+
+
+def test_import_log_keeps_the_timeline_of_any_log_with_progress_samples(tmp_path):
+    """From standard input too: the report draws the over-cycles plot of logs simflow did not make."""
+    sampled = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
+    proc = subprocess.run(f"zcat {sampled} | {sys.executable} -m simflow import-log - --label app=mine --json "
+                          f"--results {tmp_path}", shell=True, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)[0]["id"]
+    with Store(tmp_path) as store:
+        run = next(r for r in store.runs() if r.id == run_id)
+    with open(run.artifacts["intervals"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(parse_file(sampled).intervals()) > 5 and run.params["app"] == "mine"
+    assert run.environment["imported_from"] == "stdin"
+    plain = import_log(SAXPY, {}, None, tmp_path)  # no progress samples: no timeline, nothing claimed
+    assert "intervals" not in plain.artifacts and not (Path(plain.artifacts["run_dir"]) / "intervals.csv").exists()

@@ -4,7 +4,6 @@ terminal table, markdown, CSV, JSON or HTML."""
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections import Counter
@@ -17,7 +16,6 @@ from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
 from ..results.store import StoredRun, shape_key
 
-FORMATS = ("table", "markdown", "csv", "json", "html")
 DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
 # Bookkeeping, not performance: left out of a diff unless asked for by name.
 NOT_COMPARED = {"repeats", "input_sets", "checked_elements", "gpgpu_simulation_rate_insn", "gpgpu_simulation_time",
@@ -438,52 +436,3 @@ def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
         return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
                 if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]
     return []
-
-
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.6g}"
-    return str(value)
-
-
-def render(frame, fmt: str, title: str = "") -> str:
-    if fmt not in FORMATS:
-        raise UserError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
-    if fmt == "csv":
-        return frame.to_csv(index=False)
-    if fmt == "json":
-        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-                   for row in frame.to_dict(orient="records")]
-        return json.dumps({"title": title, "rows": records}, indent=2)
-    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    header = [str(c) for c in frame.columns]
-    if fmt == "markdown":
-        lines = [f"**{title}**", ""] if title else []
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("| " + " | ".join("---:" if frame[c].dtype.kind in "fi" else "---" for c in frame.columns) + " |")
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
-        return "\n".join(lines) + "\n"
-    if fmt == "html":
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f'<td class="{_css(h, c)}">{html.escape(c)}</td>'
-                                        for h, c in zip(header, row, strict=True)) + "</tr>" for row in cells)
-        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
-        return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
-    lines = [title] if title else []
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    lines += ["  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True))
-              for row in cells]
-    return "\n".join(lines) + "\n"
-
-
-def _numeric(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _css(column: str, value: str) -> str:
-    return value if column == "mark" else ("num" if _numeric(value) else "")

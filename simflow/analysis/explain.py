@@ -24,7 +24,8 @@ from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
 from ..results.store import StoredRun
 from ..sim.catalogue import aggregate, stat_of
-from .compare import comparable, estimate_text, render
+from ..tables import render
+from .compare import comparable, estimate_text
 
 CAUSES = {  # issue-slot category -> what a lost slot means
     "issue_slots[W0_Scoreboard]": "waiting on a register not yet written (RAW dependence, mostly a load)",

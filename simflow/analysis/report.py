@@ -15,7 +15,8 @@ from ..errors import UserError
 from ..results.folders import replace_with, write_text
 from ..results.metrics import better, speed_metric, stand_in
 from ..results.store import StoredRun
-from .compare import comparison, render
+from ..tables import render
+from .compare import comparison
 
 MAX_METRIC_PLOTS = 8
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}

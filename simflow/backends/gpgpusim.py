@@ -277,16 +277,21 @@ def add_log(result: RunResult, log: SimLog) -> None:
             result.add(name, value, stat.unit if stat else ("%" if name == "theoretical_occupancy" else ""))
 
 
+def keep_intervals(result: RunResult, log, folder: Path) -> None:
+    """The log's progress samples as intervals.csv in the run folder (the report's timeline), where it has any."""
+    intervals = log.intervals()
+    if intervals:
+        write_csv(folder / INTERVALS, intervals)
+        result.artifacts["intervals"] = str(folder / INTERVALS)
+
+
 def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunResult) -> None:
     log_path = _log_path(folder)
     result.artifacts["log"] = str(log_path)
     log = parse_file(log_path)
     add_log(result, log)
     result.add("sim_wall_s", facts.get("wall_s", float("nan")), "s")
-    intervals = log.intervals()
-    if intervals:
-        write_csv(folder / INTERVALS, intervals)
-        result.artifacts["intervals"] = str(folder / INTERVALS)
+    keep_intervals(result, log, folder)
     for visualizer in sorted(folder.glob(AERIALVISION_GLOB))[-1:]:  # when an overlay turned it on
         result.artifacts["aerialvision"] = str(visualizer)
         rows = parse_aerialvision(visualizer)

@@ -21,6 +21,16 @@ class CheckReport:
     rows: list[dict] = field(default_factory=list)
     backends: dict[str, dict] = field(default_factory=dict)  # name -> available, detail, how_to_get
     toolkits: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # a row's result columns: each nvcc, then each backend run
+
+    @property
+    def ran(self) -> list[str]:
+        """The backends the check ran every variant on."""
+        return [c for c in self.columns if c in self.backends]
+
+    @property
+    def failed(self) -> list[str]:
+        return [r["variant"] for r in self.rows if any(str(v).startswith("FAILED") for v in r.values())]
 
     def as_dict(self) -> dict:
         return {"problem": self.problem.as_dict(), "toolkits": self.toolkits,
@@ -31,8 +41,9 @@ def _arch_for(toolkit) -> str:
     return "sm_90" if toolkit.can_target("sm_90") else "sm_70"
 
 
-def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10, progress=print) -> CheckReport:
-    """Every variant on `problem`; each backend's runs keep their folders under `results` (not stored)."""
+def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10, progress=None) -> CheckReport:
+    """Every variant on `problem`; each backend's runs keep their folders under `results` (not stored).
+    `progress(report, row)` is called once the toolkits and backends are known (row None), then per variant."""
     report = CheckReport(problem)
     toolkits = find_toolkits()
     report.toolkits = [f"{tk.nvcc} (CUDA {tk.version_text})" for tk in toolkits]
@@ -43,6 +54,9 @@ def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10,
                                  "how_to_get": avail.how_to_get}
         if avail.available and backend_class(name).in_check:
             backends.append(name)
+    report.columns = [f"nvcc {tk.version_text} {_arch_for(tk)}" for tk in toolkits] + backends
+    if progress:
+        progress(report, None)
     for name, variant in VARIANTS.items():
         row: dict = {"variant": name}
         try:
@@ -50,6 +64,8 @@ def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10,
         except UserError as exc:  # e.g. constant memory too small: a finding, not the end
             row["render"] = f"refused: {exc}"
             report.rows.append(row)
+            if progress:
+                progress(report, row)
             continue
         row["fingerprint"] = kernel.fingerprint()
         row["lines"] = kernel.source.count("\n")
@@ -88,5 +104,6 @@ def run_check(problem: Problem, results: Path, seed: int = 0, repeats: int = 10,
                 text += f" ({result.reason.splitlines()[0]})"
             row[bname] = text
         report.rows.append(row)
-        progress(f"  {name}: " + "; ".join(f"{k}: {v}" for k, v in row.items() if k != "variant"))
+        if progress:
+            progress(report, row)
     return report

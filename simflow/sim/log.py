@@ -16,6 +16,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,6 +213,29 @@ def _readable_lines(handle, damage: _Damage) -> Iterator[str]:
         if not line:
             return
         yield line
+
+
+@contextmanager
+def named_logs(names: Iterable[str | Path]) -> Iterator[list[tuple[str, Path]]]:
+    """Each log as (its name, a path to read): '-' is standard input (plain or gzip), copied once into a temporary
+    file that is gone afterwards."""
+    import shutil
+    import sys
+    import tempfile
+
+    names = [str(n) for n in names]
+    if names.count("-") > 1:
+        from ..errors import UserError
+
+        raise UserError("standard input ('-') can be read once: name it once among the logs")
+    if "-" not in names:
+        yield [(n, Path(n)) for n in names]
+        return
+    with tempfile.TemporaryDirectory(prefix="simflow-stdin-") as tmp:
+        copy = Path(tmp) / "stdin.log"
+        with open(copy, "wb") as out:
+            shutil.copyfileobj(sys.stdin.buffer, out)
+        yield [(n, copy if n == "-" else Path(n)) for n in names]
 
 
 def read_options(path: str | Path) -> dict[str, str]:

@@ -61,14 +61,15 @@ def config_changes(log_a: str | Path, log_b: str | Path, most: int = 8) -> str:
 
 
 def import_log(path: Path, labels: dict[str, str], config: str | None = None,
-               results: Path | None = None) -> RunResult:
-    from ..backends.gpgpusim import add_log
+               results: Path | None = None, name: str = "") -> RunResult:
+    """Store one log as a gpgpusim run; `name` is what it is called where it is not a file's (standard input)."""
+    from ..backends.gpgpusim import add_log, keep_intervals
 
     if not path.is_file():
         raise UserError(f"no such log file: {path}")
     log = parse_file(path)
     labels = dict(labels)
-    stem = path.name.removesuffix(".gz").removesuffix(".log")
+    stem = (name or path.name).removesuffix(".gz").removesuffix(".log")
     labels.setdefault("app", stem)
     variant = labels.get("variant", labels["app"])
     config_name = config or labels.get("config") or "as-logged"
@@ -88,8 +89,9 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
                        created=utc_timestamp(), job=job)
     result.reason = ("imported log: the simulation completed; no output was checked (simflow did not make it)"
                      if log.status == "complete" else log.reason)
-    result.environment.update(config=config_name, imported_from=str(path.resolve()))
+    result.environment.update(config=config_name, imported_from=name or str(path.resolve()))
     add_log(result, log)
+    keep_intervals(result, log, folder)
     kept = folder / "sim.log.gz"
     _keep_gzipped(path, kept)
     result.artifacts.update(run_dir=str(folder), log=str(kept))

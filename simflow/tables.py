@@ -1,0 +1,111 @@
+"""Tables as a person reads them: plain text fitted to the terminal, and the same rows as markdown, CSV, JSON or
+HTML. Every command's table goes through here (terminal.py says what goes in them)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import shutil
+import sys
+import textwrap
+
+from .errors import UserError
+
+FORMATS = ("table", "markdown", "csv", "json", "html")
+
+
+def width() -> int | None:
+    """The columns a table must fit: $COLUMNS where set, else the terminal's; None (no limit) when standard
+    output is a file or a pipe, so what is saved keeps every column."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def cell(value) -> str:
+    """A value as a table shows it: 6 significant digits, whole numbers without '.0', nothing for NaN or None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+    return str(value)
+
+
+def numeric(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def table(rows: list[dict], limit: int | None | str = "terminal", keep: int = 1) -> str:
+    """Rows as a plain-text table that fits `limit` characters (default: the terminal, see width()): long text
+    wraps, and columns that still do not fit are left out from the right (the first `keep` always stay), named
+    on a last line. Numbers are right-aligned."""
+    import tabulate
+
+    if not rows:
+        return "(nothing)"
+    limit = width() if limit == "terminal" else limit
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[cell(row.get(c)) for c in columns] for row in rows]
+    filled = [[r[i] for r in cells if r[i]] for i in range(len(columns))]
+    right = [sum(map(numeric, f)) > len(f) / 2 for f in filled]  # mostly numbers (a status row aside)
+    if limit:
+        cap = max(24, limit // 3)  # widest a wrapped text column gets
+        caps = [limit // 2 if i < keep else cap for i in range(len(columns))]  # what names a row wraps least
+        cells = [[c if numeric(c) or len(c) <= caps[i] else "\n".join(textwrap.wrap(c, caps[i]))
+                  for i, c in enumerate(r)] for r in cells]
+    wide = [max(len(line) for text in [h, *(r[i] for r in cells)] for line in text.split("\n"))
+            for i, h in enumerate(columns)]
+    shown, used = [], -2
+    for i, w in enumerate(wide):
+        if i < keep or limit is None or used + 2 + w <= limit:
+            shown.append(i)
+            used += 2 + w
+    tabulate.MIN_PADDING = 0  # its default pads headers by 2 beyond the widths counted here
+    text = tabulate.tabulate([[r[i] for i in shown] for r in cells], headers=[columns[i] for i in shown],
+                             tablefmt="simple", disable_numparse=True,
+                             colalign=["right" if right[i] else "left" for i in shown])
+    left = [columns[i] for i in range(len(columns)) if i not in shown]
+    if left:
+        note = (f"({len(left)} column(s) left out to fit {limit} characters: {', '.join(left)}; a wider terminal, "
+                "COLUMNS=N or --format csv|json shows them)")
+        text += "\n" + "\n".join(textwrap.wrap(note, limit))
+    return text
+
+
+def render(frame, fmt: str, title: str = "") -> str:
+    """A DataFrame in one of FORMATS, under its title."""
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+    if fmt == "csv":
+        return frame.convert_dtypes().to_csv(index=False)  # whole numbers as such, not 34.0
+    if fmt == "json":
+        records = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                   for row in frame.to_dict(orient="records")]
+        return json.dumps({"title": title, "rows": records}, indent=2)
+    cells = [[cell(v) for v in row] for row in frame.itertuples(index=False)]
+    header = [str(c) for c in frame.columns]
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| " + " | ".join("---:" if frame[c].dtype.kind in "fi" else "---" for c in frame.columns) + " |")
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return "\n".join(lines) + "\n"
+    if fmt == "html":
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f'<td class="{_css(h, c)}">{html.escape(c)}</td>'
+                                        for h, c in zip(header, row, strict=True)) + "</tr>" for row in cells)
+        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+        return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
+    body = table([dict(zip(header, row, strict=True)) for row in cells]) if cells else "(nothing)"
+    return (f"{title}\n" if title else "") + body + "\n"
+
+
+def _css(column: str, value: str) -> str:
+    return value if column == "mark" else ("num" if numeric(value) else "")
