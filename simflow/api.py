@@ -183,11 +183,11 @@ def sweep(file: str | Path, *, workers: int | None = None, executor: str = "loca
 def tune(layers: list[Problem], names: list[str], *, every: bool = False, batch: int | None = None,
          backend: str = "gpu", config: str = "", precision: str = "float32", strategy: str = "tpe",
          runs: int | None = None, time_s: float | None = None, seed: int = 0, results: str | Path | None = None,
-         progress=None, layer_done=None) -> list:
+         workers: int = 1, progress=None, layer_done=None) -> list:
     """The fastest passing configuration of each layer, as `simflow tune` (the variants named, or `every` one with
-    a configuration in `precision`), within a budget of `runs` configurations and/or `time_s` seconds a layer.
-    `progress(text, trial)` hears each layer start (trial None) and each configuration tried; `layer_done(result)`
-    each layer's result."""
+    a configuration in `precision`), within a budget of `runs` configurations and/or `time_s` seconds a layer,
+    `workers` at once where the backend allows. `progress(text, trial, state)` hears each layer start (trial None)
+    and each configuration tried (state: run.tune.Progress); `layer_done(result)` each layer's result."""
     from .backends import backend_class
     from .run.tune import tunable_variants
     from .run.tune import tune as tune_layer
@@ -206,7 +206,8 @@ def tune(layers: list[Problem], names: list[str], *, every: bool = False, batch:
             progress(f"tuning {problem.describe()} on {backend} in {precision} ({strategy})")
         result = tune_layer(problem, variants, backend=backend, config=config, precision=precision,
                             strategy=strategy, budget_runs=runs, budget_s=time_s, seed=seed, results=_results(results),
-                            progress=(lambda trial: progress("", trial)) if progress else None)
+                            workers=workers, progress=(lambda trial, state: progress("", trial, state)) if progress
+                            else None)
         done.append(result)
         if layer_done:
             layer_done(result)

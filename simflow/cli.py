@@ -1,6 +1,5 @@
-"""The `simflow` command line. Each subcommand is a function that adds its arguments, then its
-handler under @command (name, that function, help): one edit adds a command. Handlers turn their
-arguments into calls of plain functions; main() maps the error types to the README's exit codes."""
+"""The `simflow` command line: each subcommand's arguments (a function), then its handler under @command, which
+turns them into calls of simflow.api; main() maps the error types to the exit codes below."""
 
 from __future__ import annotations
 
@@ -18,6 +17,51 @@ from .kernels.variants import VARIANTS, check_user_variants, parse_param_args, u
 from .results.folders import replace_with, write_text
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
+
+EXIT_CODES = ("exit status: 0 done (a run passed), 1 a mistake in the command or a file it names (the message says "
+              "what to change), 2 a run did not pass, 3 an external tool failed or is missing, 4 a regression "
+              "(--fail-on-regression), 130 interrupted (what ran is kept)")
+DESCRIPTION = """simflow: why one CUDA convolution kernel is faster than another. Each variant is a Jinja2 template;
+the rendered source runs on a GPU (PyCUDA) or under the GPGPU-Sim cycle simulator, and the
+results are stored, compared and explained.
+
+quick starts:
+  simflow parse LOG.gz                          stats of a GPGPU-Sim log, a column per kernel
+  simflow import-log *.log.gz && simflow report -d report/
+  simflow sim shared --problem batch3x3        simulate one variant (simflow doctor: is the simulator here?)
+  simflow run shared --problem fmnist-conv1    build, check and time it on the GPU
+  simflow explain variant=global variant=shared  why B takes more or fewer cycles than A
+
+'simflow COMMAND --help' shows a command's options and examples."""
+EXAMPLES = {
+    "variants": ["simflow variants", "simflow variants -f markdown -o variants.md"],
+    "problems": ["simflow problems", "simflow problems --suite resnet50"],
+    "render": ["simflow render shared --param tile=8 --problem fmnist-conv2", "simflow render global -o k.cu"],
+    "run": ["simflow run shared_weights --param unroll=both --problem fmnist-conv1 --batch 10000",
+            "simflow run global --shape 8,3,16,64,64,5,2 --json", "simflow run --best --problem fmnist-conv1"],
+    "sim": ["simflow sim shared --problem batch3x3", "simflow sim global --problem fmnist-conv1 --batch 1",
+            "simflow sim regtile --shape 256,3,8,32,32,5,2 --sample", "simflow sim shared --docker simflow-gpgpusim"],
+    "profile": ["simflow profile shared --problem batch3x3"],
+    "sim-exec": ["simflow sim-exec simflow-results/runs/RUN_ID"],
+    "correlate": ["simflow correlate", "simflow correlate variant=shared --metrics gpu_sim_cycle -f markdown"],
+    "runs": ["simflow runs", "simflow runs variant=shared backend=gpgpusim --last 5"],
+    "show": ["simflow show variant=shared", "simflow show 20261126-0213 --all"],
+    "diff": ["simflow diff variant=global variant=shared", "simflow diff RUN_A RUN_B --fail-on-regression"],
+    "explain": ["simflow explain variant=global variant=shared", "simflow explain A B --kernel conv2d_x -f markdown"],
+    "compare": ["simflow compare --by variant --baseline global",
+                "simflow compare config=SM7_QV100 --by variant,tile -f markdown -o compare.md"],
+    "import": ["simflow import simflow-results/runs/RUN_ID"],
+    "import-log": ["simflow import-log bfs.log.gz --label app=bfs", "zcat run.log.gz | simflow import-log -"],
+    "sweep": ["simflow sweep my-sweep.toml --dry-run", "simflow sweep my-sweep.toml -j 2 --executor dask"],
+    "tune": ["simflow tune shared regtile --problem fmnist-conv1 --runs 20",
+             "simflow tune --all --backend gpgpusim --problem batch3x3 -j 2"],
+    "report": ["simflow report -d report/", "simflow report config=SM7_QV100 --by variant --baseline global -d r/"],
+    "doctor": ["simflow doctor", "simflow doctor --require gpgpusim"],
+    "image": ["simflow image build", "simflow image build --simulator /opt/gpgpu-sim --tag simflow-gpgpusim"],
+    "check": ["simflow check", "simflow check --problem fmnist-conv1 --json"],
+    "parse": ["simflow parse run.log.gz", "zcat run.log.gz | simflow parse - --format csv -o -",
+              "simflow parse a.log b.log --aggregate", "simflow parse --catalogue"],
+}
 
 
 def command(name: str, arguments, **options):
@@ -95,6 +139,12 @@ def _output_args(parser: argparse.ArgumentParser, what: str = "", html: bool = F
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write to FILE (replaced whole, or left as it was if the write fails); '-' or none: "
                              "standard output")
+
+
+def _filters_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("filters", nargs="*", metavar="KEY=VALUE",
+                        help="only runs matching every one: variant, backend, problem, config, status, id, or a "
+                             "parameter or label (tile=16, app=bfs)")
 
 
 def _problem(args) -> Problem:
@@ -185,7 +235,7 @@ def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
     p.add_argument("--backend", default=backend, choices=backend_names(),
                    help=f"where it runs (default {backend}): gpu (PyCUDA), gpgpusim (the simulator), gpu-ncu "
                         "(Nsight Compute counters under the simulator's names)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the inputs' seed (default 0)")
     p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP, help="timed backends: untimed launches")
     p.add_argument("--repeats", type=_at_least(1), default=DEFAULT_REPEATS, help="timed backends: timed launches")
     p.add_argument("--sample-check", action="store_true",
@@ -262,7 +312,7 @@ def _exit_code(result) -> int:
 
 
 def _sim_exec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder")
+    p.add_argument("folder", help="a run folder simflow prepared (it holds run.json)")
 
 
 @command("sim-exec", _sim_exec_args, help="execute a prepared simulator run folder here (what --docker runs)")
@@ -285,7 +335,7 @@ def _store(args, read_only: bool = False):
 
 
 def _correlate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    _filters_arg(p)
     p.add_argument("--metrics", help="comma-separated simulator stat names (default: every aligned one)")
     _format_args(p, regressions=False)
 
@@ -303,7 +353,7 @@ def cmd_correlate(args) -> int:
 
 
 def _runs_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    _filters_arg(p)
     p.add_argument("--last", type=_at_least(1), help="only the newest N")
     _results_arg(p)
     _output_args(p)
@@ -411,7 +461,7 @@ def cmd_explain(args) -> int:
 
 def _compare_args(p: argparse.ArgumentParser) -> None:
     _stats_arg(p)
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
+    _filters_arg(p)
     p.add_argument("--by", default="variant", help="group key(s), comma-separated (variant, tile, config, ...)")
     p.add_argument("--metrics", help="comma-separated metric names (default: the backend's main ones)")
     p.add_argument("--baseline", help="the group the others are divided by (default: the first)")
@@ -489,9 +539,10 @@ def cmd_import_log(args) -> int:
 def _sweep_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
     _stats_arg(p)
-    p.add_argument("file")
+    p.add_argument("file", help="the sweep's TOML file (README 'Sweeps')")
     p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
-    p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"])
+    p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"],
+                   help="local processes (default), a Dask scheduler, or Slurm / PBS jobs through dask-jobqueue")
     p.add_argument("--scheduler", help="a Dask scheduler address (with --executor dask)")
     p.add_argument("--retry-failed", action="store_true", help="run again jobs whose stored run did not pass")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and what the store already has")
@@ -539,6 +590,9 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=_at_least(1), help="stop after this many configurations (per layer)")
     p.add_argument("--time", type=float, help="stop after this many seconds (per layer)")
     p.add_argument("--seed", type=int, default=0, help="the optimiser's and the inputs' seed")
+    p.add_argument("--workers", "-j", type=_at_least(1), default=1,
+                   help="configurations run at once (default 1); a simulator backend only: GPU timings are taken "
+                        "one at a time")
     _results_arg(p)
     _output_args(p)
 
@@ -547,28 +601,31 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
 def cmd_tune(args) -> int:
     from . import api
 
-    def say(text: str, trial=None) -> None:
-        if args.format == "table":
-            print(terminal.trial_text(trial) if trial else text, file=sys.stderr)
+    live = args.format == "table" and sys.stderr.isatty()  # progress on a terminal only
 
+    def say(text: str, trial=None, state=None) -> None:
+        if live:
+            print(terminal.trial_text(trial, state) if trial else text, file=sys.stderr)
+
+    if args.output and args.format == "table":
+        raise UserError("tune prints its table as it goes; -o takes --format markdown, csv or json")
     layers = suite(args.suite) if args.suite else [_problem(args)]
     done = api.tune(layers, args.names, every=args.all, batch=args.batch, backend=args.backend, config=args.config,
                     precision=args.precision, strategy=args.strategy, runs=args.runs, time_s=args.time,
-                    seed=args.seed, results=_results(args), progress=say,
+                    seed=args.seed, results=_results(args), workers=args.workers, progress=say,
                     layer_done=(lambda result: print(terminal.tune_text(result))) if args.format == "table" else None)
     if args.format != "table":
         rows = [{"layer": r.problem.name, **{k: v for k, v in t.items() if k != "params"},
                  "params": terminal.params_text(t["params"])} for r in done for t in r.as_dict()["trials"]]
         _out(args, [r.as_dict() for r in done] if len(done) > 1 else done[0].as_dict(), rows)
-    elif args.output:
-        raise UserError("tune prints its table as it goes; -o takes --format markdown, csv or json")
     return 0 if all(r.best for r in done) else 2
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
     _stats_arg(p)
-    p.add_argument("filters", nargs="*", metavar="KEY=VALUE")
-    p.add_argument("-o", "--output", required=True, help="folder to write index.html, report.md and PNGs")
+    _filters_arg(p)
+    p.add_argument("--dir", "-d", help="the folder to write index.html, report.md and the figures into")
+    p.add_argument("-o", "--output", help=argparse.SUPPRESS)  # the older spelling of --dir
     p.add_argument("--by", default="variant", help="group key(s), comma-separated")
     p.add_argument("--metrics", help="comma-separated metric names")
     p.add_argument("--baseline", help="the group the others are compared with")
@@ -579,7 +636,10 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 def cmd_report(args) -> int:
     from . import api
 
-    for path in api.report(*args.filters, output=args.output, by=args.by.split(","), metrics=_metric_list(args),
+    folder = args.dir or args.output
+    if not folder:
+        raise UserError("simflow report needs the folder to write into: --dir DIR (-d DIR)")
+    for path in api.report(*args.filters, output=folder, by=args.by.split(","), metrics=_metric_list(args),
                            baseline=args.baseline, results=_results(args)):
         print(path)
     return 0
@@ -701,14 +761,24 @@ def cmd_parse(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="simflow", description=__doc__)
+    parser = _Parser(prog="simflow", description=DESCRIPTION, epilog=EXIT_CODES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"simflow {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (handler, options, arguments) in COMMANDS.items():
-        p = sub.add_parser(name, **options)
+        examples = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+        epilog = options.pop("epilog", EXIT_CODES)
+        p = sub.add_parser(name, description=options["help"], epilog=f"{examples}\n\n{_wrapped(epilog)}",
+                           formatter_class=argparse.RawDescriptionHelpFormatter, **options)
         arguments(p)
         p.set_defaults(func=handler)
     return parser
+
+
+def _wrapped(text: str) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, 100, subsequent_indent="  "))
 
 
 class _Parser(argparse.ArgumentParser):

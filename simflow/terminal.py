@@ -304,11 +304,24 @@ def diff_title(a, b, why: str) -> str:
     return title
 
 
-def trial_text(trial) -> str:
-    """One configuration `simflow tune` tried."""
+def trial_text(trial, state=None) -> str:
+    """One configuration `simflow tune` tried; with `state` (run.tune.Progress): k of N, the best so far, the ETA."""
+    unit = f" {state.unit}" if state and state.unit else ""
     value = "refused" if trial.status == "refused" else (
-        f"{trial.value:.6g}" if trial.status == "passed" else trial.status)
-    return f"  {'ran   ' if trial.measured else 'cached'} {trial.variant} {params_text(trial.params)}: {value}"
+        f"{trial.value:.6g}{unit}" if trial.status == "passed" else trial.status)
+    line = f"{'ran   ' if trial.measured else 'cached'} {trial.variant} {params_text(trial.params)}: {value}"
+    if state is None:
+        return "  " + line
+    best = (f"best {state.best.value:.6g}{unit} ({state.best.variant} {params_text(state.best.params)})"
+            if state.best else "none passed yet")
+    eta = f"; ETA {_duration(state.eta_s)}" if state.eta_s is not None else ""
+    return f"[{state.done}/{state.total}] {line} | {best}{eta}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else (
+        f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s")
 
 
 def tune_text(result) -> str:

@@ -233,3 +233,25 @@ def test_a_table_fits_the_terminal_and_names_what_it_left_out():
     lines = narrow.stdout.splitlines()
     assert max(map(len, lines)) <= 80 and "left out to fit 80 characters" in narrow.stdout
     assert "_Z13conv2d_globalPKfS0_Pfiiii#1" in narrow.stdout  # the first column stays
+
+
+def test_every_help_has_examples_exit_codes_and_words_for_each_option():
+    import argparse
+    import shlex
+
+    from simflow.cli import EXAMPLES, build_parser
+
+    parser = build_parser()
+    assert "quick starts:" in parser.format_help() and "exit status: 0" in parser.format_help()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(EXAMPLES)
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        assert "examples:" in text and "exit status: 0" in text, name
+        assert "Each subcommand is a function" not in text
+        silent = [a.option_strings or a.dest for a in command._actions if not a.help]
+        assert not silent, (name, silent)
+        for example in EXAMPLES[name]:  # each example is a command simflow takes as written
+            words = shlex.split(example.split("| ")[-1])
+            assert words[0] == "simflow" and words[1] == name, example
+            parser.parse_args(words[1:])

@@ -8,7 +8,7 @@ from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.kernels.problems import get_problem
-from simflow.run.tune import Trial, TuneResult, _optuna, best_config, record_best, space, tunable_variants
+from simflow.run.tune import Trial, TuneResult, _Optuna, best_config, record_best, space, tunable_variants
 
 PROBLEM = get_problem("batch3x3")
 
@@ -25,24 +25,59 @@ def test_the_space_is_every_kernel_parameter_combination_in_one_precision():
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "random"])
-def test_optuna_stops_at_the_budget_and_can_cover_the_whole_space(strategy):
-    """A known cost per configuration (test data, not a measurement) to test the search loop itself;
-    tune() answers a configuration asked again from what it measured, as `seen` does here."""
+def test_optuna_asks_within_the_space_and_can_cover_all_of_it(strategy):
+    """A known cost per configuration (test data, not a measurement) to test the search itself; a configuration
+    asked again is told its known value, as tune() does."""
     grid = space(["global", "shared"], PROBLEM, "float32")
     cost = {(v, json.dumps(p, sort_keys=True)): 1.0 + i for i, (v, p) in enumerate(reversed(grid))}
-    seen = {}
-
-    def evaluate(variant, params):
+    proposer, seen = _Optuna(grid, strategy, 3), set()
+    while len(seen) < len(grid):  # never runs out before every configuration was asked
+        variant, params, token = proposer.ask()
         key = (variant, json.dumps(params, sort_keys=True))
-        seen.setdefault(key, Trial(variant, params, "passed", cost[key]))
-        return seen[key]
+        proposer.tell(token, cost[key], known=key in seen)
+        seen.add(key)
+    assert seen == set(cost)
 
-    assert _optuna(grid, evaluate, strategy, 3, lambda: "budget" if len(seen) >= 12 else "") == "budget"
-    assert len(seen) == 12 and set(seen) <= set(cost)
-    seen.clear()
-    ended = _optuna(grid, evaluate, strategy, 3, lambda: "all" if len(seen) >= len(grid) else "")
-    assert ended == "all" and min(t.value for t in seen.values()) == 1.0  # a budget as large as the space: all
 
+def test_tune_runs_j_configurations_at_once_within_the_budget(tmp_path, monkeypatch):
+    """The search loop with a stand-in for the simulator run (the loop is what is tested: how many run at once,
+    the budget, the cache, the progress): -j 2 keeps two in flight, never three, and never passes --runs."""
+    import threading
+    import time
+
+    from simflow.backends.gpgpusim import GpgpusimBackend
+    from simflow.results.record import RunResult
+    from simflow.run import tune as tune_module
+
+    flight, most, lock = [0], [0], threading.Lock()
+
+    def fake_run(job, results):
+        with lock:
+            flight[0] += 1
+            most[0] = max(most[0], flight[0])
+        time.sleep(0.2)
+        with lock:
+            flight[0] -= 1
+        kernel = job.kernel()
+        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
+                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
+        run.add("gpu_sim_cycle", 1000.0 + len(kernel.source), "cycles")
+        return run
+
+    monkeypatch.setattr(tune_module, "run_job", fake_run)
+    heard = []
+    result = tune_module.tune(PROBLEM, ["global"], backend="gpgpusim", config=GpgpusimBackend.default_config,
+                              strategy="exhaustive", budget_runs=6, results=tmp_path, workers=2,
+                              progress=lambda trial, state: heard.append(state))
+    assert len(result.trials) == 6 and most[0] == 2 and result.best.status == "passed"
+    assert [s.done for s in heard] == [1, 2, 3, 4, 5, 6] and heard[-1].total == 6 and heard[-1].unit == "cycles"
+    assert heard[-1].best.value == min(t.value for t in result.trials) and heard[0].eta_s is not None
+    again = tune_module.tune(PROBLEM, ["global"], backend="gpgpusim", config=GpgpusimBackend.default_config,
+                             strategy="exhaustive", budget_runs=6, results=tmp_path, workers=2)
+    assert not any(t.measured for t in again.trials)  # all six from the store
+    with pytest.raises(UserError, match="-j is for the simulator"):
+        tune_module.tune(PROBLEM, ["global"], backend="gpu", budget_runs=2, results=tmp_path, workers=2)
 
 
 def test_tuned_json_keeps_the_best_per_layer_and_per_variant(tmp_path):
@@ -88,9 +123,9 @@ def test_tune_in_the_simulator_resumes_from_the_store_and_run_best_uses_it(tmp_p
     assert first.returncode == 0, first.stderr
     done = json.loads(first.stdout)
     assert done["tried"] == 3 and done["measured"] == 3 and done["best"]["status"] == "passed"
-    again = json.loads(simflow("tune", "shared", "--backend", "gpgpusim", "--strategy", "exhaustive", "--runs", "4",
-                               "--json", env=env).stdout)
-    assert again["tried"] == 4 and again["measured"] == 1 and again["from_cache"] == 3  # never measured twice
+    again = json.loads(simflow("tune", "shared", "--backend", "gpgpusim", "--strategy", "exhaustive", "--runs", "5",
+                               "-j", "2", "--json", env=env).stdout)
+    assert again["tried"] == 5 and again["measured"] == 2 and again["from_cache"] == 3  # never measured twice
     best = again["best"]
     sim = simflow("sim", "--best", "--json", env=env)
     assert sim.returncode == 0, sim.stderr

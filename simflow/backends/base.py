@@ -47,6 +47,7 @@ class Backend(ABC):
     serial: ClassVar[bool] = False  # its jobs run one at a time (timings must not share one device)
     default_metrics: ClassVar[tuple[str, ...]] = ()  # what a comparison shows when the user names none
     speed_metric: ClassVar[str] = ""  # lower is faster; a comparison's speed-up comes from it ('' = none)
+    speed_unit: ClassVar[str] = ""  # ... and its unit
     check_max_flops: ClassVar[float | None] = None  # `simflow check` skips larger problems (None: no limit)
     in_check: ClassVar[bool] = True  # `simflow check` runs every variant on it when present
     title: ClassVar[str] = ""  # how a report names it beside another backend ('' = its name)

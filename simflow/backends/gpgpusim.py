@@ -334,6 +334,7 @@ class GpgpusimBackend(Backend):
                        "L1D_total_cache_misses", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict",
                        "L2_total_cache_accesses")
     speed_metric = "gpu_sim_cycle"
+    speed_unit = "cycles"
     check_max_flops = 50e6  # a check simulates small problems only (batch3x3: 0.3 MFLOP, about 3 s a variant)
     default_config = DEFAULT_CONFIG
     title, short = "simulator", "sim"

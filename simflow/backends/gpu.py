@@ -81,6 +81,7 @@ class GpuBackend(Backend):
     serial = True
     default_metrics = ("time_ms", "gflops", "gbps", "registers", "theoretical_occupancy")
     speed_metric = "time_ms"
+    speed_unit = "ms"
     title, short = "GPU", "gpu"
     better = {  # "" = neither direction is better: a fact, not a score
         "time_ms": "lower", "time_ms_min": "lower", "time_ms_max": "lower", "gflops": "higher", "gbps": "higher",

@@ -17,6 +17,7 @@ import json
 import math
 import random
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,129 +92,191 @@ def space(variants: list[str], problem: Problem, precision: str) -> list[tuple[s
     return configs
 
 
+@dataclass
+class Progress:
+    """Where a tune stands after a trial, for a progress line: trial k of `total`, the best so far, an ETA."""
+    done: int
+    total: int  # the --runs budget, else the space's size
+    best: Trial | None
+    unit: str  # of the values (the backend's speed unit)
+    eta_s: float | None  # from the measured trials' own durations and the workers; None before the first
+
+
 def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config: str = "", precision: str = "float32",
          strategy: str = "tpe", budget_runs: int | None = None, budget_s: float | None = None, seed: int = 0,
-         results: Path, progress=None) -> TuneResult:
+         results: Path, progress=None, workers: int = 1) -> TuneResult:
+    """Search the space within the budget; `workers` configurations are run at once where the backend allows
+    (a simulator; a timed GPU backend runs one at a time). `progress(trial, Progress)` hears each trial."""
     if strategy not in STRATEGIES:
         raise UserError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
     for name in variants:
         get_variant(name)
+    if workers > 1 and backend_class(backend).serial:
+        raise UserError(f"backend {backend} times one configuration at a time (runs sharing the device would slow "
+                        "each other); -j is for the simulator (--backend gpgpusim)")
     grid = space(variants, problem, precision)
     metric = speed_metric(backend)
     if not metric:
         timed = [n for n in backend_names() if backend_class(n).speed_metric]
         raise UserError(f"backend {backend} has no speed metric to tune on; use {' or '.join(timed)}")
     out = TuneResult(problem, backend, config, precision, strategy, metric, len(grid))
+    proposer = _Grid(grid) if strategy == "exhaustive" else _Optuna(grid, strategy, seed)
     started = time.monotonic()
     seen: dict[tuple, Trial] = {}
+    running: dict = {}  # future -> (key, variant, params, job, started)
+    waiting: dict[tuple, list] = {}  # key in flight -> the proposals that asked for it
+    durations: list[float] = []
 
     def over_budget() -> str:
-        if budget_runs is not None and len(out.trials) >= budget_runs:
+        if budget_runs is not None and len(out.trials) + len(running) >= budget_runs:
             return f"tried {budget_runs} configurations (--runs)"
         if budget_s is not None and time.monotonic() - started >= budget_s:
             return f"{budget_s:g} s passed (--time)"
-        if len(seen) >= len(grid):
+        if len(seen) + len(running) >= len(grid):
             return "every configuration of the space was tried"
         return ""
 
-    with Store(results) as store:
-        def evaluate(variant: str, params: dict) -> Trial:
-            key = (variant, json.dumps(params, sort_keys=True, default=str))
-            if key in seen:
-                return seen[key]
-            trial = _measure(store, problem, variant, params, backend, config, seed, metric, results)
-            seen[key] = trial
-            out.trials.append(trial)
-            if progress:
-                progress(trial)
-            return trial
+    def record(key: tuple, trial: Trial, tokens: list) -> None:
+        seen[key] = trial
+        out.trials.append(trial)
+        for token in tokens:
+            proposer.tell(token, trial.value)
+        if progress:
+            total = min(budget_runs or len(grid), len(grid))
+            left = max(0, total - len(out.trials))
+            eta = sum(durations) / len(durations) * math.ceil(left / workers) if durations else None
+            if eta is not None and budget_s is not None:
+                eta = min(eta, max(0.0, budget_s - (time.monotonic() - started)))
+            progress(trial, Progress(len(out.trials), total, out.best, backend_class(backend).speed_unit, eta))
 
-        if strategy == "exhaustive":
-            for variant, params in grid:
-                if (stop := over_budget()):
-                    out.stopped = stop
+    stop = ""
+    with Store(results) as store, ThreadPoolExecutor(max_workers=workers) as pool:
+        while True:
+            while len(running) < workers and not (stop := over_budget()):
+                proposal = proposer.ask()
+                if proposal is None:
+                    stop = proposer.why_done
                     break
-                evaluate(variant, params)
-            else:
-                out.stopped = "every configuration of the space was tried"
-        else:
-            out.stopped = _optuna(grid, evaluate, strategy, seed, over_budget)
+                variant, params, token = proposal
+                key = (variant, json.dumps(params, sort_keys=True, default=str))
+                if key in seen:
+                    proposer.tell(token, seen[key].value, known=True)
+                    continue
+                if key in waiting:
+                    waiting[key].append(token)
+                    continue
+                job = Job.make(variant, params, problem, backend, config=config or "", seed=seed)
+                trial = _from_store(store, job, variant, params, metric)
+                if trial is not None:
+                    record(key, trial, [token])
+                    continue
+                waiting[key] = [token]
+                running[pool.submit(run_job, job, results)] = (key, variant, params, time.monotonic())
+            if not running:
+                out.stopped = stop or "every configuration of the space was tried"
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                key, variant, params, began = running.pop(future)
+                run = future.result()
+                durations.append(time.monotonic() - began)
+                store.add(run)
+                record(key, _trial(run, variant, params, metric, measured=True), waiting.pop(key))
     out.wall_s = time.monotonic() - started
     if out.best is not None:
         record_best(results, out)
     return out
 
 
-def _optuna(grid: list[tuple[str, dict]], evaluate, strategy: str, seed: int, over_budget) -> str:
-    """Optuna's define-by-run search: the variant, then each of its parameters, among the values the
-    space allows; a configuration asked for again is answered from what was measured, without a run,
-    and when the sampler keeps asking for known ones an unseen one is queued, so the budget is spent."""
-    try:
-        import optuna
-    except ImportError:
-        raise UserError("simflow tune needs Optuna for --strategy tpe or random: pip install 'simflow[tune]' "
-                        "(or --strategy exhaustive, which needs nothing)") from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    allowed: dict[str, dict[str, list]] = {}  # per variant, the values each parameter takes in the space
-    for variant, params in grid:
-        for name, value in params.items():
-            values = allowed.setdefault(variant, {}).setdefault(name, [])
-            if value not in values:
-                values.append(value)
-        allowed.setdefault(variant, {})
-    keys = [(v, json.dumps(p, sort_keys=True, default=str)) for v, p in grid]
-    in_grid = set(keys)
-    sampler = optuna.samplers.TPESampler(seed=seed) if strategy == "tpe" else optuna.samplers.RandomSampler(seed=seed)
-    study = optuna.create_study(direction="minimize", sampler=sampler)
-    asked: set[tuple] = set()
-    state = {"repeats": 0, "reason": ""}
-    rng = random.Random(seed)
+class _Grid:
+    """The exhaustive strategy: the space in order."""
 
-    def objective(trial) -> float:
-        variant = trial.suggest_categorical("variant", list(allowed))
-        params = {name: trial.suggest_categorical(f"{variant}.{name}", values)
-                  for name, values in allowed[variant].items()}
-        key = (variant, json.dumps(params, sort_keys=True, default=str))
-        if key not in in_grid:
-            return math.inf  # a combination of allowed values that computes in another precision
-        state["repeats"] = state["repeats"] + 1 if key in asked else 0
-        asked.add(key)
-        value = evaluate(variant, params).value
-        return value if math.isfinite(value) else math.inf
+    why_done = "every configuration of the space was tried"
 
-    def stop(study, _trial) -> None:
-        if (why := over_budget()):
-            state["reason"] = why
-            study.stop()
-        elif state["repeats"] >= REPEATS_BEFORE_NEW:  # the sampler keeps proposing what it knows: try one new
-            fresh = [grid[i] for i, key in enumerate(keys) if key not in asked]
+    def __init__(self, grid: list[tuple[str, dict]]):
+        self.todo = iter(grid)
+
+    def ask(self):
+        variant, params = next(self.todo, (None, None))
+        return None if variant is None else (variant, params, None)
+
+    def tell(self, token, value: float, known: bool = False) -> None:
+        pass
+
+
+class _Optuna:
+    """Optuna's define-by-run search through ask and tell: the variant, then each of its parameters, among the
+    values the space allows. A configuration asked for again is answered from what was measured, without a run;
+    when the sampler keeps asking for known ones an unseen one is queued, so the budget is spent."""
+
+    why_done = "the optimiser ran out of trials"
+
+    def __init__(self, grid: list[tuple[str, dict]], strategy: str, seed: int):
+        try:
+            import optuna
+        except ImportError:
+            raise UserError("simflow tune needs Optuna for --strategy tpe or random: pip install 'simflow[tune]' "
+                            "(or --strategy exhaustive, which needs nothing)") from None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.grid, self.allowed = grid, {}  # per variant, the values each parameter takes in the space
+        for variant, params in grid:
+            for name, value in params.items():
+                values = self.allowed.setdefault(variant, {}).setdefault(name, [])
+                if value not in values:
+                    values.append(value)
+            self.allowed.setdefault(variant, {})
+        self.keys = [(v, json.dumps(p, sort_keys=True, default=str)) for v, p in grid]
+        self.in_grid = set(self.keys)
+        sampler = (optuna.samplers.TPESampler(seed=seed) if strategy == "tpe"
+                   else optuna.samplers.RandomSampler(seed=seed))
+        self.study = optuna.create_study(direction="minimize", sampler=sampler)
+        self.asked: set[tuple] = set()
+        self.repeats, self.left = 0, 10 * len(grid) + 50
+        self.rng = random.Random(seed)
+
+    def ask(self):
+        while self.left > 0:
+            self.left -= 1
+            trial = self.study.ask()
+            variant = trial.suggest_categorical("variant", list(self.allowed))
+            params = {name: trial.suggest_categorical(f"{variant}.{name}", values)
+                      for name, values in self.allowed[variant].items()}
+            key = (variant, json.dumps(params, sort_keys=True, default=str))
+            if key not in self.in_grid:  # a combination of allowed values that computes in another precision
+                self.study.tell(trial, math.inf)
+                continue
+            self.asked.add(key)
+            return variant, params, trial
+        return None
+
+    def tell(self, trial, value: float, known: bool = False) -> None:
+        self.study.tell(trial, value if math.isfinite(value) else math.inf)
+        self.repeats = self.repeats + 1 if known else 0
+        if self.repeats >= REPEATS_BEFORE_NEW:  # the sampler keeps proposing what it knows: try one new
+            fresh = [self.grid[i] for i, key in enumerate(self.keys) if key not in self.asked]
             if fresh:
-                variant, params = rng.choice(fresh)
-                study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
-            state["repeats"] = 0
-
-    study.optimize(objective, n_trials=10 * len(grid) + 50, callbacks=[stop])  # the budget stops it first
-    return state["reason"] or "the optimiser ran out of trials"
+                variant, params = self.rng.choice(fresh)
+                self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
+            self.repeats = 0
 
 
 REPEATS_BEFORE_NEW = 5  # proposals of known configurations in a row before one unseen is queued
 
 
-def _measure(store: Store, problem: Problem, variant: str, params: dict, backend: str, config: str, seed: int,
-             metric: str, results: Path) -> Trial:
-    job = Job.make(variant, params, problem, backend, config=config or "", seed=seed)
+def _from_store(store: Store, job: Job, variant: str, params: dict, metric: str) -> Trial | None:
+    """A refusal (cheap: it renders), or the stored run of this configuration; None: it must run."""
     try:
         fingerprint = job.kernel().fingerprint()
     except UserError as exc:
-        return Trial(variant, params, "refused", reason=str(exc))
-    run_id = store.cached(fingerprint, problem, backend, job.config_key)
-    if run_id:
-        (run,) = store.runs("WHERE id = ?", (run_id,))
-        measured = False
-    else:
-        run = run_job(job, results)
-        store.add(run)
-        measured = True
+        return Trial(variant, dict(params), "refused", reason=str(exc))
+    run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key)
+    if not run_id:
+        return None
+    (run,) = store.runs("WHERE id = ?", (run_id,))
+    return _trial(run, variant, params, metric, measured=False)
+
+
+def _trial(run, variant: str, params: dict, metric: str, measured: bool) -> Trial:
     value = run.metrics.get(metric, math.nan)
     ok = run.status == "passed" and math.isfinite(value)
     return Trial(variant, dict(params), run.status, value if ok else math.inf, run.run_id, measured,
