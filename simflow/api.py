@@ -57,13 +57,14 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
         seed: int = 0, warmup: int = DEFAULT_WARMUP, repeats: int = DEFAULT_REPEATS, sample_check: bool = False,
         config: str = "", docker: str | None = None, engine: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
         sample: str | None = None, workers: int | None = None, results: str | Path | None = None,
-        store: bool = True, progress=None, on_store_error=None) -> RunResult:
+        store: bool = True, progress=None, on_store_error=None, watch=None) -> RunResult:
     """Run a variant on a backend, as `simflow run --backend`: build, run, check and measure it, its files in a
     new run folder, stored unless store=False. The job is made and checked first (parameters, config, image),
     then `progress(text)` hears that it starts. `best`: the variant and parameters `simflow tune` found fastest
     for this layer (of `variant` if named; `params` still override). `sample` ("W1,W2,W3" waves): the whole layer
     estimated from three simulated batches on `workers` processes, its record with `.estimate` (always stored).
-    A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None)."""
+    A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None). `watch`: see
+    run.jobs.run_job (simflow sim's live progress line)."""
     from .backends import backend_class
     from .job import Job
     from .run.jobs import run_job
@@ -89,7 +90,7 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
         return _sampled(job, spec, workers, results, progress)
     if progress:
         progress(f"running {job.describe()}{' in image ' + job.docker_image if job.docker_image else ''} ...")
-    result = run_job(job, _results(results))
+    result = run_job(job, _results(results), watch=watch)
     if store:
         from .results.store import Store, StoreError
 

@@ -279,6 +279,7 @@ def cmd_run(args) -> int:
                      engine=args.engine, timeout_s=args.timeout, sample=args.sample, workers=args.workers,
                      results=_results(args), store=not args.no_store,
                      progress=_say if args.format == "table" else None,
+                     watch=terminal.LiveSimulation if args.format == "table" and sys.stderr.isatty() else None,
                      on_store_error=lambda text: print(f"simflow: warning: {text}", file=sys.stderr))
     _out(args, {**result.to_dict(), "log": result.artifacts.get("log")}, terminal.result_rows(result),
          terminal.run_text(result))

@@ -4,7 +4,11 @@ command line (cli.py) parses and calls simflow.api; what it prints of the answer
 from __future__ import annotations
 
 import math
+import shutil
+import sys
 import textwrap
+import threading
+import time
 
 from .backends import backend_class, known_backend
 from .kernels.variants import show_value
@@ -410,3 +414,52 @@ def parse_json(table, logs: list[dict]) -> str:
                                          .to_json(orient="records")) if "log" in table else []}
                for facts in logs]
     return json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2)
+
+
+class LiveSimulation:
+    """`simflow sim` on a terminal: one line on stderr, redrawn twice a second from the simulator's own progress
+    lines in its log as it grows: the kernel launched (k of n), simulated cycles and instructions, elapsed time."""
+
+    def __init__(self, log, kernels: list[str], every_s: float = 0.5):
+        self.log, self.kernels, self.every_s = log, list(kernels), every_s
+        self.stopped = threading.Event()
+
+    def __enter__(self):
+        from tqdm import tqdm
+
+        self.started = time.monotonic()
+        columns = shutil.get_terminal_size().columns  # 80 where the terminal says 0 (a bare pseudo-terminal)
+        self.bar = tqdm(total=None, bar_format="{desc}", file=sys.stderr, leave=False, ncols=columns)
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self.bar.close()
+
+    def _follow(self) -> None:
+        from .sim.log import Live
+
+        live, rest, handle = Live(), "", None
+        try:
+            while not self.stopped.wait(self.every_s):
+                if handle is None and self.log.is_file():
+                    handle = open(self.log, encoding="utf-8", errors="replace")  # noqa: SIM115 (read as it grows)
+                if handle is not None:
+                    rest += handle.read()
+                    *lines, rest = rest.split("\n")
+                    for line in lines:
+                        live.read(line)
+                self.bar.set_description_str(self.line(live, time.monotonic() - self.started))
+        finally:
+            if handle is not None:
+                handle.close()
+
+    def line(self, live, elapsed: float) -> str:
+        if not live.launched:
+            return f"simflow: building and starting the simulator, {_duration(elapsed)}"
+        of = f" of {len(self.kernels)}" if len(self.kernels) > 1 else ""
+        return (f"simflow: simulating {live.kernel} (kernel {live.launched}{of}): cycle {live.cycle:,}, "
+                f"{live.insn:,} instructions, {_duration(elapsed)}")

@@ -484,3 +484,44 @@ def test_transform_variants_pass_in_the_simulator(tmp_path, variant, problem, pa
     spec = json.loads((Path(result.artifacts["log"]).parent / "run.json").read_text())
     assert spec["tolerance"] == dataclasses.asdict(kernel.check_tolerance)
     print(variant, problem, params, result.metrics["gpu_sim_cycle"], result.metrics["max_scaled_error"])
+
+
+def test_the_live_line_follows_the_log_as_it_grows(tmp_path):
+    """What `simflow sim` shows on a terminal, from the simulator's own lines as they are written."""
+    from simflow.terminal import LiveSimulation
+
+    log = tmp_path / "sim.log"
+    with LiveSimulation(log, ["conv2d_a", "conv2d_b"], every_s=0.05) as live:
+        time.sleep(0.2)
+        assert live.bar.desc.startswith("simflow: building and starting the simulator")
+        with open(log, "w") as out:
+            out.write("simflow: launch conv2d_a grid=(1,1,1) block=(8,8,1) smem=0\n"
+                      "GPGPU-Sim Cycle 500: LIVENESS - uArch: inst.: 1200 (ipc= 2.4, occ=5% [4 / 64]) sim_rate=\n")
+            out.flush()
+            time.sleep(0.3)
+            assert "simulating conv2d_a (kernel 1 of 2): cycle 500, 1,200 instructions" in live.bar.desc
+            out.write("simflow: launch conv2d_b grid=(1,1,1) block=(8,8,1) smem=0\nGPGPU-Sim Cycle 1000: LIVE")
+            out.flush()
+            time.sleep(0.3)  # half a line: not read until it ends
+            assert "conv2d_b (kernel 2 of 2): cycle 500," in live.bar.desc
+            out.write("NESS - uArch: inst.: 2500 (ipc= 2.6, occ=5% [4 / 64]) sim_rate=\n")
+            out.flush()
+            time.sleep(0.3)
+            assert "conv2d_b (kernel 2 of 2): cycle 1,000, 2,500 instructions" in live.bar.desc
+
+
+@pytest.mark.gpgpusim
+def test_sim_on_a_terminal_shows_its_progress(tmp_path):
+    """`simflow sim` in a pseudo-terminal (util-linux script, sized as a terminal is): the live line moves."""
+    if not shutil.which("script"):
+        pytest.skip("needs util-linux 'script' for a pseudo-terminal")
+    typescript = tmp_path / "typescript"
+    command = (f"stty rows 40 cols 120; {sys.executable} -m simflow sim global --problem fmnist-conv1 --batch 1 "
+               f"--results {tmp_path}")
+    proc = subprocess.run(["script", "-qfec", command, str(typescript)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, timeout=600)
+    assert proc.returncode == 0, typescript.read_text(errors="replace")[-3000:]
+    shown = re.findall(r"simulating conv2d_global \(kernel 1\): cycle ([\d,]+), ([\d,]+) instructions",
+                       typescript.read_text(errors="replace"))
+    cycles = [int(c.replace(",", "")) for c, _ in shown]
+    assert len(set(cycles)) >= 3 and cycles == sorted(cycles), shown  # it moved, forward

@@ -48,6 +48,7 @@ class Backend(ABC):
     default_metrics: ClassVar[tuple[str, ...]] = ()  # what a comparison shows when the user names none
     speed_metric: ClassVar[str] = ""  # lower is faster; a comparison's speed-up comes from it ('' = none)
     speed_unit: ClassVar[str] = ""  # ... and its unit
+    live_log: ClassVar[str] = ""  # a file of the run folder its tool prints progress into, as it runs
     check_max_flops: ClassVar[float | None] = None  # `simflow check` skips larger problems (None: no limit)
     in_check: ClassVar[bool] = True  # `simflow check` runs every variant on it when present
     title: ClassVar[str] = ""  # how a report names it beside another backend ('' = its name)

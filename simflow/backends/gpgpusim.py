@@ -335,6 +335,7 @@ class GpgpusimBackend(Backend):
                        "L2_total_cache_accesses")
     speed_metric = "gpu_sim_cycle"
     speed_unit = "cycles"
+    live_log = "sim.log"  # the simulator's progress samples, read as they come (`simflow sim` on a terminal)
     check_max_flops = 50e6  # a check simulates small problems only (batch3x3: 0.3 MFLOP, about 3 s a variant)
     default_config = DEFAULT_CONFIG
     title, short = "simulator", "sim"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +18,12 @@ from ..results.folders import keep_result, new_run_folder
 from ..results.record import RunResult
 
 
-def run_job(job: Job, results: Path) -> RunResult:
+def run_job(job: Job, results: Path, watch=None) -> RunResult:
     """Run one job; its files go to <results>/runs/<run id>/ (the rendered kernel, job.json, what the backend
     keeps, result.json). Returns the record to store, with `job_wall_s`: the whole job's wall time (render,
     build, run, check), simflow's overhead included. A job refused before anything ran (a missing simulator,
-    an image that is not there) leaves no folder."""
+    an image that is not there) leaves no folder. `watch(log, kernel_names)`: a context manager around the run
+    that may read the backend's live log as it grows (a progress line)."""
     start = time.monotonic()
     kernel = job.kernel()
     backend = backend_class(job.backend).instance()
@@ -29,7 +31,8 @@ def run_job(job: Job, results: Path) -> RunResult:
     try:
         (folder / "kernel.cu").write_text(kernel.source)
         (folder / "job.json").write_text(json.dumps(job.as_dict(), indent=2) + "\n")
-        result = backend.run(job, folder, kernel)
+        with watch(folder / backend.live_log, kernel.kernel_names) if watch and backend.live_log else nullcontext():
+            result = backend.run(job, folder, kernel)
     except BaseException:
         if not (folder / "result.json").exists():  # nothing ran: nothing to keep
             shutil.rmtree(folder, ignore_errors=True)

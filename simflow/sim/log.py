@@ -38,6 +38,7 @@ _FAIL_FAMILY = "Total_core_cache_fail_stats_breakdown["
 MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
             ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
             ("schedulers_per_sm", ("gpgpu_num_sched_per_core",), "schedulers"))
+_UARCH_PROGRESS = re.compile(r"GPGPU-Sim uArch: cycles simulated: (\d+)\s+inst\.: (\d+)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
                             r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*|\*\* ERROR", re.IGNORECASE)
@@ -236,6 +237,23 @@ def named_logs(names: Iterable[str | Path]) -> Iterator[list[tuple[str, Path]]]:
         with open(copy, "wb") as out:
             shutil.copyfileobj(sys.stdin.buffer, out)
         yield [(n, copy if n == "-" else Path(n)) for n in names]
+
+
+@dataclass
+class Live:
+    """What a running simulation has printed so far (its own progress lines): kernels launched, the cycle and
+    instruction counts of its latest progress sample."""
+    kernel: str = ""
+    launched: int = 0
+    cycle: int = 0
+    insn: int = 0
+
+    def read(self, line: str) -> None:
+        if m := (_SAMPLE.match(line) or _UARCH_PROGRESS.match(line)):
+            self.cycle, self.insn = int(m.group(1)), int(m.group(2))
+        elif m := _LAUNCH.match(line):  # simflow's program says each launch before it makes it
+            self.launched += 1
+            self.kernel = m.group(1)
 
 
 def read_options(path: str | Path) -> dict[str, str]:
