@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cases import REAL
+from conftest import simflow
 from runs import sim_record
 
 from simflow.errors import UserError
@@ -237,3 +239,27 @@ def test_non_positive_settings_are_refused_with_their_line(tmp_path, bad):
     path = write(tmp_path, f'name = "x"\n{bad}\n[[variants]]\nname = "global"\n')
     with pytest.raises(UserError, match=f"{path}:2: .* must be (more than 0|0 or more)"):
         load_sweep(path)
+
+
+@pytest.mark.gpgpusim
+def test_a_sweep_on_a_terminal_names_each_job_as_it_ends(tmp_path):
+    """One bar; above it each finished job with its status and figure, a failure with its reason as it happens
+    (here a config whose option the simulator rejects), and an ETA from the jobs' own durations."""
+    import shutil
+
+    if not shutil.which("script"):
+        pytest.skip("needs util-linux 'script' for a pseudo-terminal")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "SM7_QV100"\n[options]\ngpgpu_no_such_option = "1"\n')
+    path = write(tmp_path, f'name = "tty"\nbackends = ["gpgpusim"]\nconfigs = ["SM7_QV100", "{bad}"]\n'
+                           'problems = ["batch3x3"]\n[[variants]]\nname = "global"\n[[variants]]\nname = "shared"\n')
+    typescript = tmp_path / "typescript"
+    command = f"stty rows 40 cols 150; {sys.executable} -m simflow sweep {path} -j 2 --results {tmp_path / 'r'}"
+    subprocess.run(["script", "-qfec", command, str(typescript)], capture_output=True, timeout=900,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", typescript.read_text(errors="replace")).replace("\r", "\n")
+    assert re.search(r"passed\s+global .*SM7_QV100.*: [\d.]+ gpu_sim_cycle", text), text[-3000:]
+    assert re.search(r"aborted\s+shared .*\n\s+the simulator aborted: .*Unknown Option", text), text[-3000:]
+    assert "about " in text and " left" in text and "4/4" in text
+    plain = simflow("sweep", str(path), "--results", str(tmp_path / "r"))  # not a terminal: no bar, no job lines
+    assert "[" not in plain.stderr.replace("[gpgpusim", "") and "passed " not in plain.stderr

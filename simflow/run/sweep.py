@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -34,38 +35,62 @@ EXECUTORS = ("local", "dask", "slurm", "pbs")
 INTERRUPT_GRACE_S = 30  # how long an interrupted sweep waits for its workers' interrupted runs
 
 
-@dataclass
 class Progress:
-    """Done, failed, running, cached and an estimate of the time left, on one line of stderr."""
+    """A sweep's one bar on stderr, on a terminal only (tqdm): jobs done of all, failed, running, and an ETA from
+    the finished jobs' own durations shared over the workers. Each job is named with its status as it ends, a
+    failure with its reason, above the bar."""
 
-    total: int
-    out: object = sys.stderr
-    done: int = 0
-    failed: int = 0
-    running: int = 0
-    started: float = field(default_factory=time.monotonic)
-    quiet: bool = False
+    def __init__(self, total: int, workers: int = 1, quiet: bool = False):
+        from tqdm import tqdm
+
+        self.total, self.workers = total, max(1, workers)
+        self.done = self.failed = self.running = 0
+        self.durations: list[float] = []
+        self.started = time.monotonic()
+        self.live = not quiet and sys.stderr.isatty()
+        self.bar = tqdm(total=total, file=sys.stderr, disable=not self.live, ncols=shutil.get_terminal_size().columns,
+                        bar_format="[{bar:24}] {n_fmt}/{total_fmt} {desc}")
+
+    def grow(self, more: int) -> None:
+        """More jobs than first counted (a sampled simulation's samples, known once its probes ran)."""
+        self.total += more
+        self.bar.total = self.total
+        self.show()
+
+    def ended(self, job: Job, result: RunResult | None, error: str = "") -> None:
+        from ..backends.base import headline
+
+        self.done += 1
+        failed = result is None or not result.passed
+        self.failed += failed
+        if result is not None and "job_wall_s" in result.metrics:
+            self.durations.append(float(result.metrics["job_wall_s"]))
+        if self.live:  # the job, then a failure's reason below it, each cut to the terminal's width
+            columns = shutil.get_terminal_size().columns
+            took = f", {_duration(result.metrics['job_wall_s'])}" if result and "job_wall_s" in result.metrics else ""
+            figure = headline(backend_class(job.backend), result.metrics) if result and not failed else ""
+            said = [f"  {'could not run' if result is None else result.status:<13} {job.describe()}"
+                    + (f": {figure}" if figure else "") + took]
+            why = error if result is None else (result.reason.splitlines()[0] if failed and result.reason else "")
+            if why:
+                said.append(f"      {why}")
+            self.bar.write("\n".join(line[:columns] for line in said), file=sys.stderr)
+        self.bar.update(1)
+        self.show()
 
     def show(self) -> None:
-        if self.quiet:
+        if not self.live:
             return
         elapsed = time.monotonic() - self.started
         left = self.total - self.done
         eta = ""
-        if self.done and left:
-            eta = f", about {_duration(elapsed / self.done * left)} left"
-        width = 24
-        filled = int(width * self.done / self.total) if self.total else width
-        bar = "#" * filled + "." * (width - filled)
-        line = (f"\r[{bar}] {self.done}/{self.total} done, {self.failed} failed, {self.running} running, "
-                f"{_duration(elapsed)} elapsed{eta}   ")
-        tty = getattr(self.out, "isatty", lambda: False)()
-        self.out.write(line if tty else line.strip("\r ") + "\n")  # a log gets one line per event
-        self.out.flush()
+        if self.durations and left:  # each job's own time, shared over the workers that run the rest
+            mean = sum(self.durations) / len(self.durations)
+            eta = f", about {_duration(mean * left / min(self.workers, left))} left"
+        self.bar.set_description_str(f"{self.failed} failed, {self.running} running, {_duration(elapsed)} elapsed{eta}")
 
     def finish(self) -> None:
-        if not self.quiet and getattr(self.out, "isatty", lambda: False)():
-            self.out.write("\n")
+        self.bar.close()
 
 
 def _duration(seconds: float) -> str:
@@ -136,7 +161,10 @@ def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
 
 
 def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executor: str = "local",
-              scheduler: str | None = None, retry_failed: bool = False, quiet: bool = False) -> SweepReport:
+              scheduler: str | None = None, retry_failed: bool = False, quiet: bool = False,
+              progress: Progress | None = None) -> SweepReport:
+    """Run the sweep's jobs the store does not answer yet; `progress`: a bar shared with other sweeps (a sampled
+    simulation's), else one of its own."""
     if executor not in EXECUTORS:
         raise UserError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
     started = time.monotonic()
@@ -153,11 +181,15 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
             except StoreError as exc:
                 report.errors.append((job.describe(), f"{exc}; its files are in {result.artifacts['run_dir']}"))
     workers = workers or os.cpu_count() or 1
-    progress = Progress(total=len(todo), quiet=quiet)
-    if not quiet:
+    own = progress is None
+    if not quiet and own:
         print(f"sweep {sweep.name}: {len(sweep.jobs)} jobs ({sweep.duplicates} duplicates removed), "
               f"{len(report.cached)} already stored, {len(todo)} to run on {executor} "
               f"({workers if executor == 'local' else 'dask'} workers)", file=sys.stderr)
+    if own:
+        progress = Progress(total=len(todo), workers=workers, quiet=quiet)
+    else:  # a shared bar counted every job: those the store answers are not run
+        progress.grow(len(todo) - len(sweep.jobs))
     if todo:
         if executor == "local":
             outcomes = _local(todo, store.root, workers, progress)
@@ -168,7 +200,8 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
                 _record(outcome, store, report, progress)
         except KeyboardInterrupt:
             report.interrupted = True
-    progress.finish()
+    if own:
+        progress.finish()
     report.wall_s = time.monotonic() - started
     return report
 
@@ -192,25 +225,23 @@ def refused_result(job: Job, why: str, fingerprint: str, results: Path) -> RunRe
 
 
 def _record(outcome: JobOutcome, store: Store, report: SweepReport, progress: Progress) -> None:
-    progress.done += 1
     result = outcome.result
     if result is None:
-        progress.failed += 1
         report.errors.append((outcome.job.describe(), outcome.error))
-    else:
-        try:
-            store.add(result)
-        except StoreError as exc:
-            report.errors.append((outcome.job.describe(), f"{exc}; its files are in {result.artifacts.get('run_dir')}"))
-            progress.failed += 1
-            progress.show()
-            return
-        report.stored.append(result.run_id)
-        if not result.passed:
-            progress.failed += 1
-            first_line = result.reason.splitlines()[0] if result.reason else ""
-            report.failed.append((result.run_id, f"{result.status}: {first_line}"))
-    progress.show()
+        progress.ended(outcome.job, None, outcome.error)
+        return
+    try:
+        store.add(result)
+    except StoreError as exc:
+        error = f"{exc}; its files are in {result.artifacts.get('run_dir')}"
+        report.errors.append((outcome.job.describe(), error))
+        progress.ended(outcome.job, None, error)
+        return
+    report.stored.append(result.run_id)
+    if not result.passed:
+        first_line = result.reason.splitlines()[0] if result.reason else ""
+        report.failed.append((result.run_id, f"{result.status}: {first_line}"))
+    progress.ended(outcome.job, result)
 
 
 def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
@@ -309,9 +340,9 @@ def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, e
         futures = [client.submit(run_job_safely, job, str(results), pure=False) for job in todo]
         progress.running = min(len(futures), workers)
         progress.show()
-        for future in as_completed(futures):
+        for finished, future in enumerate(as_completed(futures), 1):
             outcome = future.result()
-            progress.running = max(0, min(workers, len(todo) - progress.done - 1))
+            progress.running = max(0, min(workers, len(todo) - finished))
             yield outcome
     finally:
         client.close()
@@ -371,12 +402,15 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         else:
             todo.append(job)
 
-    def sweep(part: str, part_jobs: list[Job]) -> None:
+    probes = list(dict.fromkeys(at_batch(job, 1) for job in todo))
+    bar = Progress(total=len(probes) + 3 * len(todo), workers=workers or os.cpu_count() or 1, quiet=quiet)
+
+    def sweep(part: str, part_jobs: list[Job]) -> None:  # each part's jobs on the one bar
         if part_jobs:
             run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
-                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet)
+                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar)
 
-    sweep("probes (1 image each)", list(dict.fromkeys(at_batch(job, 1) for job in todo)))
+    sweep("probes (1 image each)", probes)
     plans = {}
     for job in todo:
         probe = stored_run(store, at_batch(job, 1))
@@ -388,7 +422,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         except UserError as exc:
             outcomes[job].error = str(exc)
     samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
+    bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    bar.finish()
     for job, (probe, batches) in plans.items():
         runs = [stored_run(store, at_batch(job, b)) for b in batches]
         bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
