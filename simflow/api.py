@@ -349,9 +349,10 @@ def runs(*filters: str, results: str | Path | None = None):
     return pd.DataFrame(rows)
 
 
-def diff(a: str, b: str, *, metrics: list[str] | None = None, threshold: float = 0.01, force: bool = False,
+def diff(a: str, b: str, *, metrics: list[str] | None = None, threshold: float | None = None, force: bool = False,
          results: str | Path | None = None):
-    """Two runs metric by metric (A, B, delta, ratio, % change, better direction, mark), as `simflow diff`.
+    """Two runs metric by metric (A, B, delta, ratio, % change, better direction, mark), as `simflow diff`, with
+    its defaults: a change within `threshold` (relative, default 2 %) or the unit's floor is 'same'.
     df.attrs: a and b (the run ids), runs (the two stored runs), not_comparable (why not, or '')."""
     from .analysis.compare import comparable
     from .analysis.compare import diff as diff_runs
@@ -361,7 +362,9 @@ def diff(a: str, b: str, *, metrics: list[str] | None = None, threshold: float =
     if why and not force:
         raise UserError(f"runs {run_a.id} and {run_b.id} are not comparable: {why}; --force (force=True) shows the "
                         "table anyway")
-    frame = diff_runs(run_a, run_b, metrics, threshold)
+    from .analysis.compare import DEFAULT_THRESHOLD
+
+    frame = diff_runs(run_a, run_b, metrics, DEFAULT_THRESHOLD if threshold is None else threshold)
     frame.attrs.update(a=run_a.id, b=run_b.id, runs=(run_a, run_b), not_comparable=why)
     return frame
 

@@ -160,8 +160,12 @@ def _metric_list(args) -> list[str] | None:
 def _threshold_arg(parser: argparse.ArgumentParser) -> None:
     """One meaning in diff and compare: a change within PCT %% is noise ('same'); past it, better or worse
     (in compare, a group more than PCT %% slower than the baseline is a regression)."""
-    parser.add_argument("--threshold", type=float, default=2.0, metavar="PCT",
-                        help="%% change within which two values count as the same (default 2)")
+    from .analysis.compare import DEFAULT_THRESHOLD
+
+    parser.add_argument("--threshold", type=float, default=100 * DEFAULT_THRESHOLD, metavar="PCT",
+                        help=f"%% change within which two values count as the same (default "
+                             f"{100 * DEFAULT_THRESHOLD:g}; a change within its unit's floor, such as 4 cycles of a "
+                             "latency, is the same too)")
 
 
 def _stats_arg(parser: argparse.ArgumentParser) -> None:
@@ -481,8 +485,9 @@ def cmd_compare(args) -> int:
 
     text = terminal.comparison_text(result, args.format, args.by, args.baseline)
     _emit(text, args.output)
-    if result.left_out:
-        print(result.left_out, file=sys.stderr)
+    for line in (result.split, result.left_out):
+        if line:
+            print(line, file=sys.stderr)
     worse = result.regressions(args.threshold / 100)
     if args.fail_on_regression and worse:
         print(f"simflow: {len(worse)} group(s) slower than the baseline: " + "; ".join(worse), file=sys.stderr)

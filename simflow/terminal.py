@@ -388,7 +388,7 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
     if fmt == "json":
         tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
         return json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
-                          {"tables": tables, "left_out": result.left_out}, indent=2) + "\n"
+                          {"tables": tables, "left_out": result.left_out, "split": result.split}, indent=2) + "\n"
     return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)
 
 

@@ -115,6 +115,12 @@ def test_commands_on_a_results_folder(stored, tmp_path):
     assert proc.returncode == 0 and "gpu_sim_cycle,cycles,6693.0,7277.0" in proc.stdout
     proc = simflow("diff", "variant=global", "variant=shared", "--fail-on-regression", env=env)
     assert proc.returncode == 4 and "regression(s): " in proc.stderr and "gpu_sim_cycle: 6693 -> 7277" in proc.stderr
+    assert "max_icnt2sh_latency" not in proc.stderr  # 6 -> 7 cycles: +17 %, within a latency's floor
+    import simflow.api as sf
+
+    frame = sf.diff("variant=global", "variant=shared", results=tmp_path)  # the CLI's defaults
+    cli = json.loads(simflow("diff", "variant=global", "variant=shared", "--json", env=env).stdout)["rows"]
+    assert dict(zip(frame["metric"], frame["mark"], strict=True)) == {r["metric"]: r["mark"] for r in cli}
     proc = simflow("compare", "--by", "variant", "-f", "markdown", "-o", str(tmp_path / "c.md"), env=env)
     assert proc.returncode == 0 and "| variant=shared |" in (tmp_path / "c.md").read_text()
     proc = simflow("show", "nope", env=env)
@@ -247,3 +253,12 @@ def test_compare_counts_a_newly_failing_job_as_a_regression(tmp_path):
     assert "newly failing" in result.left_out and result.regressions(0.02)[0].startswith("newly failing: global[")
     proc = simflow("compare", "--fail-on-regression", env={"SIMFLOW_RESULTS": str(tmp_path)})
     assert proc.returncode == 4 and "newly failing: global[" in proc.stderr, proc.stderr
+
+
+def test_a_change_counts_only_past_the_threshold_and_its_units_floor():
+    assert mark("max_icnt2sh_latency", 6, 7, 0.02, "cycles") == "same"  # +17 %, 1 cycle: noise
+    assert mark("gpu_sim_cycle", 6693, 7277, 0.02, "cycles") == "worse"
+    assert mark("gpu_sim_cycle", 6693, 6696, 0.0, "cycles") == "same"  # past 0 %, inside 4 cycles
+    assert mark("L1D_total_cache_miss_rate", 0.160, 0.163, 0.0, "") == "same"  # a rate: half a point
+    assert mark("L1D_total_cache_miss_rate", 0.160, 0.449, 0.02, "") == "worse"
+    assert mark("bad_elements", 0, 1, 0.02, "") == "worse"  # a count has no floor: one wrong element counts

@@ -9,7 +9,7 @@ import pytest
 from conftest import simflow
 from runs import PROBLEM, gpu_record, sim_record
 
-from simflow.analysis.explain import explain, format_explanation, totals
+from simflow.analysis.explain import explain, format_explanation, totals, verdict
 from simflow.errors import UserError
 from simflow.kernels.problems import get_problem
 from simflow.results.store import Store, StoredRun
@@ -62,8 +62,28 @@ def test_every_format_carries_the_numbers(stored):
     assert data["cycles"]["delta"] == out.delta and data["simulator"] == "accel-sim fork"
     assert sum(row["effect"] for row in data["issue_slots"]) == pytest.approx(out.delta)
     assert {"instructions", "memory", "occupancy"} <= set(data["evidence"])
-    with pytest.raises(UserError, match="table, markdown or json"):
-        format_explanation(out, "csv")
+    rows = format_explanation(out, "csv").splitlines()
+    assert rows[0] == "section,what,a,b,unit,effect_cycles,detail" and len(rows) == len(out.lines) + 1
+    with pytest.raises(UserError, match="table, markdown, csv or json"):
+        format_explanation(out, "html")
+
+
+def test_the_verdict_says_in_words_what_the_largest_terms_say(stored):
+    """The README's question (batch3x3, global -> shared): L1 already caught the reuse, so staging adds waits
+    and saves no misses."""
+    _, runs = stored
+    out = explain(runs["global"], runs["shared"])
+    said = verdict(out)
+    pct = 100 * out.delta / out.cycles[0]
+    assert said.startswith(f"B is {pct:.1f} % slower than A (+{out.delta:.0f} cycles): mostly more scoreboard stalls")
+    assert "more idle issue slots" in said and "no L1D misses are saved (1056 vs 1056)" in said
+    assert "A's L1D already hit 83 %" in said
+    assert format_explanation(out).rstrip().splitlines()[-1] == f"verdict: {said}"  # the last line
+    assert json.loads(format_explanation(out, "json"))["verdict"] == said
+    back = verdict(explain(runs["shared"], runs["global"]))
+    assert back.startswith("B is ") and " faster than A (-" in back and "fewer scoreboard stalls" in back
+    same = verdict(explain(runs["global"], runs["global"]))
+    assert same.startswith("B takes about the same cycles as A")
 
 
 def test_the_cli_resolves_selectors(stored):

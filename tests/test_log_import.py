@@ -168,3 +168,17 @@ def test_import_log_keeps_the_timeline_of_any_log_with_progress_samples(tmp_path
     assert run.environment["imported_from"] == "stdin"
     plain = import_log(SAXPY, {}, None, tmp_path)  # no progress samples: no timeline, nothing claimed
     assert "intervals" not in plain.artifacts and not (Path(plain.artifacts["run_dir"]) / "intervals.csv").exists()
+
+
+def test_compare_says_why_imported_logs_make_separate_tables(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    upstream = DATA / "gpgpusim-dev_qv100_global-only.log.gz"
+    assert simflow("import-log", str(upstream), str(FORK_TWO), env=env).returncode == 0
+    apart = simflow("compare", "--by", "app", "--json", env=env)
+    data = json.loads(apart.stdout)
+    assert len(data["tables"]) == 2 and data["split"] == apart.stderr.splitlines()[0]
+    assert data["split"].startswith("2 tables: simulator configs differ (same name, other options: ")
+    assert "-gpgpu_clock_domains" in data["split"]
+    assert "--by config puts them in one table" in data["split"]
+    together = json.loads(simflow("compare", "--by", "app,config", "--json", env=env).stdout)
+    assert "tables" not in together and len(together["rows"]) == 2

@@ -82,10 +82,25 @@ def _num(value) -> float:
     return math.nan if value is None else float(value)
 
 
-def mark(name: str, a: float, b: float, threshold: float) -> str:
+# The smallest change that counts, by unit, beside the relative threshold: a latency of 6 -> 7 cycles is +17 % and
+# noise. Counts without a unit (misses, bad elements) have none: one more wrong element is a change.
+FLOORS = {"cycles": 4, "scheduler cycles": 4, "thread insn": 32, "warp insn": 1, "%": 0.5, "thread insn/cycle": 0.5,
+          "GB/s": 0.1, "ms": 0.0005, "s": 0.5, "packets": 1, "CTAs": 1, "regs/thread": 1, "B": 1}
+RATE_FLOOR = 0.005  # a unitless rate (a miss rate) moves by half a point before it counts
+
+
+def floor_of(unit: str, a: float, b: float) -> float:
+    if unit in FLOORS:
+        return FLOORS[unit]
+    rate = not unit and 0 <= a <= 1 and 0 <= b <= 1 and not (float(a).is_integer() and float(b).is_integer())
+    return RATE_FLOOR if rate else 0.0
+
+
+def mark(name: str, a: float, b: float, threshold: float, unit: str = "") -> str:
+    """same (within `threshold` relative, or within the unit's floor), better, worse, or changed (no direction)."""
     if math.isnan(a) or math.isnan(b):
         return "n/a"
-    if a == b or (a != 0 and abs(b - a) / abs(a) <= threshold):
+    if a == b or (a != 0 and abs(b - a) / abs(a) <= threshold) or abs(b - a) <= floor_of(unit, a, b):
         return "same"
     direction = better(name)
     if not direction:
@@ -113,8 +128,8 @@ def diff(a: StoredRun, b: StoredRun, metrics: list[str] | None = None, threshold
     sampled = a.sampled or b.sampled
     for name in names:
         va, vb = _num(a.metrics.get(name)), _num(b.metrics.get(name))
-        row = _diff_row(name, a.units.get(name) or b.units.get(name, ""), va, vb, better(name) or "-",
-                        mark(name, va, vb, threshold))
+        unit = a.units.get(name) or b.units.get(name, "")
+        row = _diff_row(name, unit, va, vb, better(name) or "-", mark(name, va, vb, threshold, unit))
         if sampled:  # an estimate's value comes with its bound; a change inside the bounds is not shown as real
             row.update({"A_bound_%": _bound_pct(a, name, va), "B_bound_%": _bound_pct(b, name, vb)})
             bounds = sum(x.bound(name) for x in (a, b) if not math.isnan(x.bound(name)))
@@ -245,6 +260,7 @@ class Comparison:
     tables: list[Table]
     left_out: str  # one line: what was not shown, and why ('' when nothing)
     newly_failing: list[str] = field(default_factory=list)  # jobs whose newest run failed after a pass
+    split: str = ""  # why the runs make several tables, and how to put them in one ('' for one table)
 
     def regressions(self, threshold: float) -> list[str]:
         return [f"newly failing: {text}" for text in self.newly_failing] + [
@@ -309,7 +325,34 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
         left.append(f"{older} older run(s) of groups shown with their newest run")
     if failing:
         left.append(_failing_note(failing))
-    return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing])
+    return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing],
+                      _split_reason(list(splits.values())))
+
+
+def _split_reason(parts: list[list[StoredRun]]) -> str:
+    """Why the runs fall into these tables: the backend, the simulator config (its options named, from two logs
+    where the names alone do not tell them apart) or the problem differs; and the option that joins them."""
+    if len(parts) < 2:
+        return ""
+    firsts = [part[0] for part in parts]
+    why = []
+    if len({r.backend for r in firsts}) > 1:
+        why.append(f"backends differ ({', '.join(sorted({r.backend for r in firsts}))}; --force puts them in one "
+                   "table)")
+    keyed = {r.config_key: r for r in firsts}
+    if len(keyed) > 1:
+        names = sorted({r.config or "?" for r in keyed.values()})
+        detail = f"configs {', '.join(names)}"
+        one, two = list(keyed.values())[:2]
+        logs = [r.artifacts.get("log", "") for r in (one, two)]
+        if len(names) < len(keyed) and all(logs) and all(Path(f).is_file() for f in logs):
+            from ..sim.log_import import config_changes
+
+            detail = f"same name, other options: {config_changes(*logs) or 'print-only options'}"
+        why.append(f"simulator configs differ ({detail}; --by config puts them in one table)")
+    if len({shape_key(r.problem) for r in firsts}) > 1:
+        why.append("problems differ (--by problem puts them in one table)")
+    return f"{len(parts)} tables: " + "; ".join(why)
 
 
 def _same_run(run: StoredRun) -> tuple:

@@ -330,6 +330,54 @@ def _identity(run: StoredRun, kernel: str = "") -> str:
     return f"{run.id} ({run.variant} {params})" + (f", kernel {kernel}" if kernel else "")
 
 
+# A term of the decomposition in words: (what more of it is, what less of it is).
+TERM_WORDS = {
+    "kernel launch latency": ("more kernel launches to wait for", "fewer kernel launches to wait for"),
+    "warp instructions issued": ("more warp instructions to issue", "fewer warp instructions to issue"),
+    "slots lost: W0_Scoreboard": ("more scoreboard stalls (warps waiting on a load's register)",
+                                  "fewer scoreboard stalls (warps waiting on a load's register)"),
+    "slots lost: W0_Idle": ("more idle issue slots (warps at a barrier, done or fetching)",
+                            "fewer idle issue slots (warps at a barrier, done or fetching)"),
+    "slots lost: Stall": ("more slots lost to busy pipelines", "fewer slots lost to busy pipelines"),
+    "scheduler slots with work per cycle": ("fewer SMs with work at once", "more SMs with work at once"),
+    "thread instructions": ("more instructions", "fewer instructions"),
+    "IPC while executing": ("a lower IPC", "a higher IPC"),
+}
+
+
+def verdict(out: Explanation) -> str:
+    """One line in words: how much slower or faster B is, the terms that make most of it, and whether memory
+    traffic explains it (L1D misses saved or not)."""
+    delta, base = out.delta, out.cycles[0]
+    if not base:
+        return "A took no cycles: nothing to compare"
+    pct = 100 * delta / base
+    if abs(pct) < 1:
+        return f"B takes about the same cycles as A ({pct:+.1f} %): no term matters"
+    terms = [t for t in out.ranked() if t.effect * delta > 0][:2]  # what moved the cycles the way they went
+    words = [f"{TERM_WORDS.get(t.what, (t.what, t.what))[0 if t.effect > 0 else 1]} ({_signed(t.effect)} cycles)"
+             for t in terms]
+    said = f"B is {abs(pct):.1f} % {'slower' if delta > 0 else 'faster'} than A ({_signed(delta)} cycles)"
+    if words:
+        said += ": mostly " + " and ".join(words)
+    counter = [t for t in out.ranked() if t.effect * delta < 0 and abs(t.effect) > abs(delta) / 4][:1]
+    if counter:
+        t = counter[0]
+        said += f", against {TERM_WORDS.get(t.what, (t.what, t.what))[0 if t.effect > 0 else 1]} ({_signed(t.effect)})"
+    access = {line.detail: line for line in out.lines if line.section == "memory"}
+    misses, hit = access.get("L1D_total_cache_misses"), next((line for line in out.lines
+                                                              if line.what == "L1D hit rate"), None)
+    if misses and not (math.isnan(misses.a) or math.isnan(misses.b)):
+        if abs(misses.b - misses.a) <= 0.02 * max(misses.a, 1):
+            already = f"A's L1D already hit {hit.a:.0f} % of its accesses, so " if hit and hit.a >= 50 else ""
+            said += f"; {already}no L1D misses are saved ({misses.a:.0f} vs {misses.b:.0f})"
+        else:
+            said += (f"; L1D misses {'fall' if misses.b < misses.a else 'rise'} "
+                     f"{abs(100 * (misses.b / misses.a - 1)) if misses.a else 100:.0f} % ({misses.a:.0f} -> "
+                     f"{misses.b:.0f})")
+    return said
+
+
 EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "Memory traffic, largest change first"),
             ("occupancy", "Occupancy"))
 
@@ -356,7 +404,7 @@ def as_dict(out: Explanation) -> dict:
             "cycles_as_instructions_over_ipc": [clean(line) for line in out.terms("cycles")],
             "issue_slots": [clean(line) for line in out.terms("slots")],
             "evidence": {s: [clean(line) for line in out.evidence(s)] for s, _ in EVIDENCE},
-            "notes": out.notes}
+            "notes": out.notes, "verdict": verdict(out)}
 
 
 def format_explanation(out: Explanation, fmt: str = "table") -> str:
@@ -365,8 +413,12 @@ def format_explanation(out: Explanation, fmt: str = "table") -> str:
 
     if fmt == "json":
         return json.dumps(as_dict(out), indent=2) + "\n"
+    if fmt == "csv":  # every line of the account, a row each
+        rows = [{"section": line.section, "what": line.what, "a": line.a, "b": line.b, "unit": line.unit,
+                 "effect_cycles": line.effect, "detail": line.detail} for line in out.lines]
+        return render(pd.DataFrame(rows), "csv")
     if fmt not in ("table", "markdown"):
-        raise UserError(f"explain prints table, markdown or json, not {fmt!r}")
+        raise UserError(f"explain prints table, markdown, csv or json, not {fmt!r}")
     delta, base = out.delta, out.cycles[0]
     where = f"{out.b.problem.describe()}, {out.b.backend}"
     if out.b.config:
@@ -394,4 +446,5 @@ def format_explanation(out: Explanation, fmt: str = "table") -> str:
             parts.append(render(pd.DataFrame(rows), fmt, title))
     if out.notes:
         parts.append("\n".join(f"note: {n}" for n in out.notes) + "\n")
+    parts.append(("**Verdict:** " if fmt == "markdown" else "verdict: ") + verdict(out) + "\n")
     return "\n".join(parts)
