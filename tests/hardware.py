@@ -59,6 +59,8 @@ def _slurm_missing() -> str:
 
 _slurm_why = _slurm_missing()
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
 NEEDS = {
     "gpu": (_gpu.available, f"no GPU backend: {_gpu.detail}"),
     "nvcc": (MODERN_NVCC is not None, "no nvcc that targets sm_90 (CUDA 12 or newer)"),
@@ -66,6 +68,7 @@ NEEDS = {
     "gpgpusim": (_sim.available, f"no GPGPU-Sim: {_sim.detail}"),
     "docker": (ENGINE is not None, f"no container engine: {_engine_why}"),
     "slurm": (not _slurm_why, _slurm_why),
+    "chromium": (CHROMIUM is not None, "no Chromium for the page tests: apt-get install chromium (Debian)"),
     "upstream": (bool(UPSTREAM_ROOT), "SIMFLOW_TEST_UPSTREAM_ROOT names no upstream GPGPU-Sim build (built by its "
                                       "own README) to compare with"),
 }

@@ -67,7 +67,7 @@ def test_read_only_commands_create_nothing(tmp_path):
     """...and a results folder that does not exist (a typo) is an error, never an empty listing."""
     empty = tmp_path / "nothing-here"
     for args in (["runs"], ["compare", "--by", "variant"], ["show", "x"], ["diff", "a", "b"], ["explain", "a", "b"],
-                 ["report", "-o", str(tmp_path / "report")]):
+                 ["report", "-d", str(tmp_path / "report")]):
         proc = simflow(*args, "--results", str(empty))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
         assert f"no results folder {empty}: nothing was stored there" in proc.stderr, (args, proc.stderr)

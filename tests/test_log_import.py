@@ -101,10 +101,9 @@ def test_imported_logs_through_the_cli(tmp_path):
 
 
 def test_report_of_imported_logs(tmp_path):
-    pytest.importorskip("matplotlib")
     env = {"SIMFLOW_RESULTS": str(tmp_path)}
     assert simflow("import-log", str(UPSTREAM_TWO), str(SAXPY), "-l", "config=qv100", env=env).returncode == 0
-    proc = simflow("report", "--by", "app", "-o", str(tmp_path / "report"), env=env)
+    proc = simflow("report", "--by", "app", "-d", str(tmp_path / "report"), env=env)
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "report" / "report.md").read_text()
     assert "imported (an imported log)" in md and "app=accelsim-fork_qv100_saxpy-scale-x3" in md

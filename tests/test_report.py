@@ -1,22 +1,28 @@
-"""simflow report: a self-contained page with tables and real PNG plots, and the GPU/simulator side by side."""
+"""simflow report: one page and its markdown twin from one model (Jinja2), SVG figures embedded, explain's
+verdict per comparison, kernels one by one, the timeline with the launch latency shaded; and the page as a
+person sees it, in a real headless Chromium at 1280 px (no sideways scroll, every legend and label inside its
+figure), photographed into tests/artifacts/."""
 
-import base64
+import csv
+import json
+import math
 import re
 from pathlib import Path
 
 import pytest
+from browser import measure, screenshot
+from conftest import simflow
 from runs import gpu_record, sim_record
 
-from simflow.analysis.report import write_report
+from simflow.analysis.report import short_labels, write_report
 from simflow.errors import UserError
 from simflow.results.store import Store
 
-PNG = b"\x89PNG\r\n\x1a\n"
 DATA = Path(__file__).parent / "data"
+ARTIFACTS = Path(__file__).parent / "artifacts"  # screenshots a person can look at (not committed)
 
 
 def test_report_of_simulator_and_gpu_runs(tmp_path):
-    pytest.importorskip("matplotlib")
     with Store(tmp_path) as store:
         store.add(sim_record(tmp_path, "global"))
         store.add(sim_record(tmp_path, "shared"))
@@ -25,30 +31,40 @@ def test_report_of_simulator_and_gpu_runs(tmp_path):
         runs = store.runs()
     out = tmp_path / "report"
     paths = write_report(runs, out, by=["variant"], baseline="global")
-    page = (out / "index.html").read_text()
+    page, md = (out / "index.html").read_text(), (out / "report.md").read_text()
     assert paths[:2] == [out / "index.html", out / "report.md"]
-    for png in paths[2:]:
-        assert png.read_bytes().startswith(PNG) and png.stat().st_size > 5000
-    embedded = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(embedded) == len(paths) - 2 and all(base64.b64decode(e).startswith(PNG) for e in embedded)
+    for figure in paths[2:]:  # each figure a file for the markdown, and the same SVG inside the page
+        text = figure.read_text()
+        assert figure.suffix == ".svg" and text.startswith("<svg") and text.strip() in page
+        assert f"({figure.name})" in md
+    assert "http" not in re.sub(r'xmlns="http://www.w3.org/2000/svg"', "", page)  # nothing fetched: offline
     assert "<h2>gpgpusim on batch3x3" in page and "<h2>gpu on batch3x3" in page
-    assert "GPU and simulator side by side" in page and "src=" in page and "http" not in page.replace(
-        "http-equiv", "")
-    md = (out / "report.md").read_text()
-    assert "| variant=shared |" in md and "![gpu-vs-sim](gpu-vs-sim.png)" in md
-    # shared over global: 0.020/0.016 on the GPU, 6693/7277 cycles in the simulator
-    assert "| variant=shared | 1.250 | 0.920 |" in md
+    assert "<th>gpu_sim_cycle (cycles)</th>" in page and "<th>time_ms (ms)</th>" in page  # units in the headers
+    assert '<td class="num worse">1.087</td>' in page  # shared's cycles over global's: 4 digits, coloured
+    assert '<td class="num better">1.25</td>' in page  # its GPU speed-up
+    assert "| variant=shared |" in md and "GPU and simulator side by side" in md
+    assert "| variant=shared | 1.250 | 0.920 |" in md  # 0.020/0.016 on the GPU, 6693/7277 cycles simulated
+    # explain's account of the baseline against each group, ending in its verdict, in both forms
+    assert "Why the cycles differ (simflow explain)" in md
+    assert "**variant=global -> variant=shared:** B is 8.7 % slower than A (+584 cycles): mostly more scoreboard" in md
+    assert "<b>variant=global -&gt; variant=shared:</b> B is 8.7 % slower" in page
+
+
+def test_labels_name_only_what_varies():
+    assert short_labels(["variant=global,tile=16", "variant=shared,tile=16"]) == {
+        "variant=global,tile=16": "variant=global", "variant=shared,tile=16": "variant=shared"}
+    assert short_labels(["app=a,variant=a,pad_row=", "app=b,variant=b,pad_row="]) == {
+        "app=a,variant=a,pad_row=": "app=a", "app=b,variant=b,pad_row=": "app=b"}  # a copy and an empty value
+    assert short_labels(["variant=global"]) == {"variant=global": "variant=global"}
 
 
 def test_empty_selection_says_so(tmp_path):
-    pytest.importorskip("matplotlib")
     with pytest.raises(UserError, match="no stored run matches"):
         write_report([], tmp_path, by=["variant"])
 
 
 def test_gpu_and_simulator_are_paired_on_every_parameter(tmp_path):
     """A GPU tile=32 run is never set beside a simulator tile=16 run of the same variant."""
-    pytest.importorskip("matplotlib")
     with Store(tmp_path) as store:
         store.add(sim_record(tmp_path, "global"))
         store.add(sim_record(tmp_path, "shared"))
@@ -66,8 +82,8 @@ def test_gpu_and_simulator_are_paired_on_every_parameter(tmp_path):
 
 
 def test_simulator_runs_over_simulated_cycles(tmp_path):
-    """The report plots IPC, occupancy and L1D hit rate from each run's intervals.csv beside its totals."""
-    pytest.importorskip("matplotlib")
+    """IPC, occupancy and L1D hit rate from each run's intervals.csv, the launch latency shaded, beside the
+    runs' totals; a run whose intervals are gone is named."""
     sampled = DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz"
     with Store(tmp_path) as store:
         store.add(sim_record(tmp_path, "global"))  # an older log: no progress samples, no intervals
@@ -75,15 +91,77 @@ def test_simulator_runs_over_simulated_cycles(tmp_path):
         store.add(shared)
         runs = store.runs()
     intervals = Path(shared.artifacts["intervals"])
-    header = intervals.read_text().splitlines()[0]
-    assert header == "kernel,launch,cycle_start,cycle_end,ipc,occupancy,l1d_accesses,l1d_hit_rate"
+    assert intervals.read_text().splitlines()[0] == ("kernel,launch,cycle_start,cycle_end,ipc,occupancy,"
+                                                     "l1d_accesses,l1d_hit_rate")
     out = tmp_path / "report"
     paths = write_report(runs, out, by=["variant"], baseline="global")
-    over = out / "gpgpusim-0-over-cycles.png"
-    assert over in paths and over.read_bytes().startswith(PNG)
+    over = out / "gpgpusim-0-over-cycles.svg"
+    assert over in paths
+    figure = over.read_text()
+    assert "kernel launch latency (5000 cycles: no instruction runs)" in figure  # shaded, and in the legend
+    rows = list(csv.DictReader(intervals.open()))
+    values = sum(math.isfinite(float(r[c])) for r in rows for c in ("ipc", "occupancy", "l1d_hit_rate"))
+    assert len(rows) == 15 and figure.count("<circle") == values  # a hover point per value drawn, 3 panels
+    assert figure.count('data-series="s') == 2  # the run, and the shade: each can be hidden
     md = (out / "report.md").read_text()
     assert "over simulated cycles" in md and f"| variant=shared | {shared.run_id} | 15 | 7277 |" in md
-    assert "variant=global | " in md.split("over simulated cycles")[0]  # the totals table shows only runs drawn
     intervals.unlink()
     write_report(runs, out, by=["variant"], baseline="global")
     assert f"No intervals for: {shared.run_id} ({intervals} is gone)." in (out / "report.md").read_text()
+
+
+def test_a_multi_kernel_run_is_shown_kernel_by_kernel(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    logs = [DATA / "accelsim-fork_qv100_global-then-shared.log.gz", DATA / "accelsim-fork_qv100_saxpy-scale-x3.log.gz"]
+    assert simflow("import-log", *map(str, logs), "-l", "config=qv100", env=env).returncode == 0
+    proc = simflow("report", "--by", "app", "-d", str(tmp_path / "r"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    kernels = md.split("### Kernel by kernel")[1]
+    assert "| metric | _Z13conv2d_globalPKfS0_Pfiiii | _Z13conv2d_sharedPKfS0_Pfiiii |" in kernels
+    assert re.search(r"\| gpu_sim_cycle \(cycles\) \| 6,?\d{3} \| 7,?\d{3} \|", kernels)
+
+
+def _page_checks(page: Path, name: str) -> dict:
+    seen = measure(page, 1280)
+    assert seen["width"] == 1280 and seen["scrollWidth"] <= 1280, seen  # no sideways scroll at 1280 px
+    assert seen["figures"] > 0 and not seen["outside"], seen["outside"]  # labels and legends inside their figure
+    assert seen["hover"] >= seen["figures"]  # every figure has hover values
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = screenshot(page, ARTIFACTS / f"{name}.png")
+    assert shot.stat().st_size > 20_000
+    return seen
+
+
+@pytest.mark.chromium
+def test_the_report_of_imported_multi_kernel_logs_in_chromium(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    logs = [DATA / "accelsim-fork_qv100_global-then-shared.log.gz", DATA / "accelsim-fork_qv100_saxpy-scale-x3.log.gz",
+            DATA / "accelsim-fork_qv100_batch3x3_shared_sampled.log.gz",
+            DATA / "accelsim-fork_qv100_batch3x3_im2col-gemm_sampled.log.gz"]
+    assert simflow("import-log", *map(str, logs), "-l", "config=qv100", env=env).returncode == 0
+    proc = simflow("report", "--by", "app", "-d", str(tmp_path / "r"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    seen = _page_checks(tmp_path / "r" / "index.html", "report-imported-logs")
+    assert seen["legends"] >= 2  # the timeline's entries (toggles)
+
+
+@pytest.mark.chromium
+@pytest.mark.gpgpusim
+def test_the_report_of_a_12_run_simulator_comparison_in_chromium(tmp_path):
+    """Twelve real simulations of batch3x3 (four variants, three tiles or unrolls each) in one report."""
+    sweep = tmp_path / "twelve.toml"
+    sweep.write_text('name = "twelve"\nbackends = ["gpgpusim"]\nconfigs = ["SM7_QV100"]\nproblems = ["batch3x3"]\n'
+                     '[[variants]]\nname = "global"\ntile = [8, 16, 32]\n[[variants]]\nname = "shared"\n'
+                     'tile = [8, 16, 32]\n[[variants]]\nname = "shared_weights"\nunroll = ["none", "inner", "both"]\n'
+                     '[[variants]]\nname = "constant"\nunroll = ["none", "inner", "both"]\n')
+    env = {"SIMFLOW_RESULTS": str(tmp_path / "results")}
+    proc = simflow("sweep", str(sweep), "--json", env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["run"]) == 12
+    proc = simflow("report", "--by", "variant", "--baseline", "variant=global,tile=16", "-d", str(tmp_path / "r"),
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert page.count('<div class="explained">') == 11  # the baseline against each of the other eleven
+    _page_checks(tmp_path / "r" / "index.html", "report-12-simulator-runs")

@@ -103,8 +103,7 @@ def test_user_stats_through_import_log_diff_compare_and_report(tmp_path, stats_f
                       "--stats", str(stats_file), env=env)
     assert compare.returncode == 0, compare.stderr
     assert all("l1d_sector_misses" in r for r in json.loads(compare.stdout)["rows"])
-    pytest.importorskip("matplotlib")
-    report = simflow("report", "--by", "app", "--metrics", "partition_util", "-o", str(tmp_path / "report"),
+    report = simflow("report", "--by", "app", "--metrics", "partition_util", "-d", str(tmp_path / "report"),
                      "--stats", str(stats_file), env=env)
     assert report.returncode == 0, report.stderr
-    assert (tmp_path / "report" / "gpgpusim-0-partition_util.png").is_file()
+    assert (tmp_path / "report" / "gpgpusim-0-partition_util.svg").is_file()

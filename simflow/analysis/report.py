@@ -1,254 +1,319 @@
-"""`simflow report`: one self-contained HTML page (plots embedded) and a markdown twin, with the
-comparison tables and plots of stored runs: each metric across groups, speed-up against the
-baseline, and GPU and simulator results side by side where both exist."""
+"""`simflow report`: one self-contained HTML page and its markdown twin, both rendered by Jinja2 from one model
+of the report (templates/report.html.j2 and report.md.j2). Per comparison table: the table (units in the
+headers, 4 significant digits, better and worse coloured), a figure per metric and the speed-up, explain's
+account of the baseline against each group with its verdict, each multi-kernel run kernel by kernel, and the
+simulator's progress over simulated cycles with the launch latency shaded; then GPU and simulator side by
+side and simulator against hardware counters where both exist. Figures are SVG written by simflow.analysis.svg:
+embedded in the page (hover values, legends that hide a series), and beside it as files for the markdown."""
 
 from __future__ import annotations
 
-import base64
-import html
 import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
+from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
-from ..results.folders import replace_with, write_text
+from ..results.folders import write_text
 from ..results.metrics import better, speed_metric, stand_in
 from ..results.store import StoredRun
-from ..tables import render
-from .compare import comparison
+from . import svg
+from .compare import DEFAULT_THRESHOLD, comparison
 
 MAX_METRIC_PLOTS = 8
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-table.simflow{border-collapse:collapse;margin:1em 0;font-size:13px}
-table.simflow td,table.simflow th{border:1px solid #ccc;padding:3px 8px}
-table.simflow td.num{text-align:right;font-variant-numeric:tabular-nums}
-table.simflow th{background:#f2f2f2} caption{text-align:left;font-weight:bold;padding:4px 0}
-td.better{background:#dff0d8} td.worse{background:#f2dede} img{max-width:100%;border:1px solid #eee}
-.plots{display:flex;flex-wrap:wrap;gap:12px} .plots img{width:560px}"""
+MAX_INTERVAL_RUNS = 8
+MAX_EXPLAINED_TERMS = 4
+INTERVAL_PANELS = [("ipc", "IPC (thread insn/cycle)", 1.0), ("occupancy", "occupancy (%)", 1.0),
+                   ("l1d_hit_rate", "L1D hit rate (%, tag lookups)", 100.0)]
 
 
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UserError("simflow report needs matplotlib: pip install 'simflow[report]'") from None
-    return plt
+@dataclass
+class Grid:
+    """A table as both templates draw it: headers, and rows of (text, css class) cells."""
+    caption: str
+    headers: list[str]
+    rows: list[list[tuple[str, str]]]
 
 
-def _bar(plt, labels: list[str], values: list[float], title: str, xlabel: str, path: Path,
-         reference: float | None = None, highlight: str | None = None) -> Path:
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.4))
-    colors = ["#d9822b" if label == highlight else "#3b75af" for label in labels]
-    shown = [0 if math.isnan(v) else v for v in values]
-    bars = ax.barh(range(len(labels)), shown, color=colors)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel, fontsize=9)
-    if reference is not None:
-        ax.axvline(reference, color="#555", linestyle="--", linewidth=1)
-    for bar, value in zip(bars, values, strict=True):
-        text = "n/a" if math.isnan(value) else f"{value:.4g}"
-        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {text}", va="center", fontsize=8)
-    ax.margins(x=0.18)
-    fig.tight_layout()
-    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
-    plt.close(fig)
-    return path
+@dataclass
+class Figure:
+    name: str  # its file, NAME.svg, beside the page
+    title: str
+    svg: str
 
 
-def _pair_bars(plt, labels: list[str], first: list[float], second: list[float], names: tuple[str, str],
-               path: Path) -> Path:
-    """Paired bars of two backends' speed-ups (`names`: their titles and speed metrics, as legend labels)."""
-    fig, ax = plt.subplots(figsize=(7, 0.6 * len(labels) + 2.0))
-    ys = range(len(labels))
-    for offset, values, label, color in ((-0.2, first, names[0], "#3b75af"), (0.2, second, names[1], "#d9822b")):
-        bars = ax.barh([y + offset for y in ys], values, height=0.4, label=label, color=color)
-        for bar, value in zip(bars, values, strict=True):
-            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {value:.3f}", va="center", fontsize=8)
-    ax.set_yticks(list(ys), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(1.0, color="#555", linestyle="--", linewidth=1)
-    ax.set_xlabel("speed-up over the baseline (higher is faster)", fontsize=9)
-    ax.set_title(f"The same variants: {names[0].split(':')[0]} and {names[1].split(':')[0]}", fontsize=10)
-    ax.margins(x=0.15)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
-    fig.tight_layout()
-    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
-    plt.close(fig)
-    return path
-
-
-def _img(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+@dataclass
+class Section:
+    title: str
+    notes: list[str] = field(default_factory=list)
+    grids: list[Grid] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    explained: list[dict] = field(default_factory=list)  # {title, verdict, grid}
+    subsections: list[Section] = field(default_factory=list)
 
 
 def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: list[str] | None = None,
                  baseline: str | None = None) -> list[Path]:
-    """Write index.html, report.md and the PNGs into `folder`; returns their paths."""
+    """Write index.html, report.md and the figures (SVG) into `folder`; returns their paths."""
+    import jinja2
+
     if not runs:
         raise UserError("no stored run matches the filters; 'simflow runs' lists what is stored")
-    plt = _pyplot()
-    folder.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    html_parts = [f"<h1>simflow report</h1><p>{len(runs)} runs, grouped by {html.escape(','.join(by))}; "
-                  f"made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>"]
-    md_parts = [f"# simflow report\n\n{len(runs)} runs, grouped by {','.join(by)}.\n"]
     result = comparison(runs, by, metrics, baseline)
-    if result.left_out:
-        html_parts.append(f"<p>{html.escape(result.left_out)}</p>")
-        md_parts.append(result.left_out + "\n")
-    speedups: dict[str, dict[str, float]] = {}  # run identity -> backend -> speed-up
-    names_of: dict[str, str] = {}  # run identity -> the group label shown for it
-    for table in result.tables:
-        frame, base, backend = table.frame, table.baseline, table.backend
-        title = f"{table.title}: baseline {base}"
-        html_parts.append(f"<h2>{html.escape(title)}</h2>")
-        html_parts.append(render(frame, "html", "values, and each over the baseline (/base)"))
-        md_parts.append(f"## {title}\n\n" + render(frame, "markdown"))
-        labels = list(frame["group"])
-        slug = f"{backend or 'mixed'}-{len(written)}"
-        plots = []
-        names = [c for c in frame.columns if c not in ("group", "run", "status", "speedup")
-                 and not c.endswith(" /base")][:MAX_METRIC_PLOTS]
-        table_runs = [r for r in runs if r.id in set(frame["run"])]
-        for name in names:
-            direction = better(name)
-            note = f" ({direction} is better)" if direction else ""
-            unit = next((r.units.get(name, "") for r in table_runs if r.units.get(name)), "")
-            plots.append(_bar(plt, labels, list(frame[name]), f"{name}{note}; baseline in orange", unit or name,
-                              folder / f"{slug}-{_safe(name)}.png", highlight=base))
-        if "speedup" in frame and backend:
-            speed = speed_metric(backend)
-            plots.insert(0, _bar(plt, labels, list(frame["speedup"]),
-                                 f"speed-up over the baseline (orange), from {speed}\nhigher is faster",
-                                 f"baseline {speed} / {speed}", folder / f"{slug}-speedup.png", reference=1.0,
-                                 highlight=base))
-            for label, value in zip(labels, frame["speedup"], strict=True):
-                key = table.identity[label]
-                speedups.setdefault(key, {})[backend] = value
-                names_of.setdefault(key, label)
-        written += plots
-        html_parts.append('<div class="plots">' + "".join(_img(p) for p in plots) + "</div>")
-        md_parts.append("\n".join(f"![{p.stem}]({p.name})" for p in plots) + "\n")
-        over_time = _interval_section(plt, table, table_runs, folder / f"{slug}-over-cycles.png")
-        if over_time:
-            html_parts.append(over_time[0])
-            md_parts.append(over_time[1])
-            written += [over_time[2]] if over_time[2] else []
-    # The same variant, every parameter and the problem equal, on two backends that time it (the GPU, the simulator).
-    speedups = {names_of[k]: v for k, v in speedups.items()}
-    timed = [n for n in backend_names() if backend_class(n).speed_metric]
-    for i, first in enumerate(timed):
-        for second in timed[i + 1:]:
-            both = {label: v for label, v in speedups.items() if first in v and second in v}
-            if both:
-                parts = _side_by_side(plt, both, backend_class(first), backend_class(second), folder)
-                html_parts.append(parts[0])
-                md_parts.append(parts[1])
-                written.append(parts[2])
-    sim_hw = _correlation_section(plt, runs, folder)
-    if sim_hw:
-        html_parts.append(sim_hw[0])
-        md_parts.append(sim_hw[1])
-        written.append(sim_hw[2])
-    page = folder / "index.html"
-    write_text(page, f"<!doctype html><html><head><meta charset='utf-8'><title>simflow report</title>"
-                     f"<style>{STYLE}</style></head><body>{''.join(html_parts)}</body></html>\n")
-    markdown = folder / "report.md"
-    write_text(markdown, "\n".join(md_parts))
+    sections, speedups = [], {}
+    for number, table in enumerate(result.tables):
+        sections.append(_table_section(table, runs, f"{table.backend or 'mixed'}-{number}", speedups))
+    sections += _side_by_side(speedups)
+    sections += [s for s in [_correlation_section(runs)] if s]
+    intro = [f"{len(runs)} runs, grouped by {','.join(by)}; made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."]
+    intro += [line for line in (result.split, result.left_out) if line]
+    figures = [f for s in sections for part in (s, *s.subsections) for f in part.figures]
+    names = [f.name for f in figures]
+    if len(set(names)) != len(names):
+        raise AssertionError(f"two figures share a file name: {names}")
+    env = jinja2.Environment(loader=jinja2.PackageLoader("simflow.analysis", "templates"),
+                             autoescape=jinja2.select_autoescape(["html.j2"]), trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    model = {"intro": intro, "sections": sections, "toggle_script": svg.TOGGLE_SCRIPT}
+    folder.mkdir(parents=True, exist_ok=True)
+    page, markdown = folder / "index.html", folder / "report.md"
+    write_text(page, env.get_template("report.html.j2").render(model))
+    write_text(markdown, env.get_template("report.md.j2").render(model))
+    written = []
+    for figure in figures:
+        path = folder / f"{figure.name}.svg"
+        write_text(path, figure.svg + "\n")
+        written.append(path)
     return [page, markdown, *written]
 
 
-def _side_by_side(plt, both: dict, a, b, folder: Path) -> tuple[str, str, Path]:
-    """Each group's speed-up on two backends (a and b: their classes), as a table and paired bars."""
-    ta, tb = a.title or a.name, b.title or b.name
-    labels = list(both)
-    path = _pair_bars(plt, labels, [both[k][a.name] for k in labels], [both[k][b.name] for k in labels],
-                      (f"{ta}: {a.speed_metric} speed-up", f"{tb}: {b.speed_metric} speed-up"),
-                      folder / f"{a.short or a.name}-vs-{b.short or b.name}.png")
-    rows = "".join(f"<tr><td>{html.escape(k)}</td><td class='num'>{both[k][a.name]:.3f}</td>"
-                   f"<td class='num'>{both[k][b.name]:.3f}</td></tr>" for k in labels)
-    page = (f"<h2>{html.escape(ta)} and {html.escape(tb)} side by side</h2><table class='simflow'><thead><tr>"
-            f"<th>group</th><th>{html.escape(ta)} speed-up</th><th>{html.escape(tb)} speed-up</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{_img(path)}")
-    md = (f"## {ta} and {tb} side by side\n\n| group | {ta} speed-up | {tb} speed-up |\n| --- | ---: | ---: |\n"
-          + "".join(f"| {k} | {both[k][a.name]:.3f} | {both[k][b.name]:.3f} |\n" for k in labels)
-          + f"\n![{path.stem}]({path.name})\n")
-    return page, md, path
+def short_labels(labels: list[str]) -> dict[str, str]:
+    """Each group label with only the KEY=VALUE parts that differ between the groups (empty values dropped):
+    'variant=global,tile=16' and 'variant=shared,tile=16' read 'variant=global' and 'variant=shared'."""
+    parts = {label: [p for p in label.split(",") if p.partition("=")[2] != ""] for label in labels}
+    common = set.intersection(*(set(p) for p in parts.values())) if len(labels) > 1 else set()
+    keys = [p.partition("=")[0] for p in next(iter(parts.values()), [])]
+    for i, key in enumerate(keys):  # a key that repeats an earlier one's value in every group (an imported log's
+        for earlier in keys[:i]:   # variant is its app) says nothing more
+            if all(dict(q.partition("=")[::2] for q in found).get(key) == dict(
+                    q.partition("=")[::2] for q in found).get(earlier) for found in parts.values()):
+                common |= {p for found in parts.values() for p in found if p.partition("=")[0] == key}
+                break
+    return {label: ",".join(p for p in found if p not in common) or label for label, found in parts.items()}
 
 
-MAX_INTERVAL_RUNS = 8
-INTERVAL_PANELS = (("ipc", "IPC (thread insn/cycle)", 1.0), ("occupancy", "occupancy (%)", 1.0),
-                   ("l1d_hit_rate", "L1D hit rate (%, tag lookups)", 100.0))
+def _units(runs: list[StoredRun]) -> dict[str, str]:
+    units: dict[str, str] = {}
+    for run in runs:
+        for name, unit in run.units.items():
+            if unit:
+                units.setdefault(name, unit)
+    return units
 
 
-def _interval_section(plt, table, runs: list[StoredRun], path: Path) -> tuple[str, str, Path | None] | None:
-    """Simulator runs' IPC, occupancy and L1D hit rate over simulated cycles (their intervals.csv), one
-    line per run, with each run's totals beside: where in the run a difference arises."""
-    import pandas as pd
+def _mark(name: str, ratio: float) -> str:
+    """better / worse for a value over the baseline's, by the metric's direction ('' within the threshold)."""
+    direction = "higher" if name == "speedup" else better(name)
+    if math.isnan(ratio) or not direction or abs(ratio - 1) <= DEFAULT_THRESHOLD:
+        return ""
+    return "better" if (ratio > 1) == (direction == "higher") else "worse"
 
-    label_of = {run_id: label for label, run_id in zip(table.frame["group"], table.frame["run"], strict=True)}
+
+def _grid(frame, label_of: dict[str, str], units: dict[str, str], caption: str) -> Grid:
+    headers, rows = [], []
+    for column in frame.columns:
+        if column.endswith(" /base"):
+            headers.append(f"{column.removesuffix(' /base')} / baseline")
+        elif column == "group":
+            headers.append("group")
+        else:
+            headers.append(f"{column} ({units[column]})" if units.get(column) else column)
+    for record in frame.to_dict(orient="records"):
+        row = []
+        for column, value in record.items():
+            if column == "group":
+                row.append((label_of.get(value, value), "label"))
+            elif isinstance(value, float):
+                ratio = value if column.endswith(" /base") or column == "speedup" else record.get(f"{column} /base",
+                                                                                                  math.nan)
+                base = column.removesuffix(" /base")
+                row.append((svg.number(value), f"num {_mark(base, ratio)}".strip()))
+            else:
+                row.append(("" if value is None else str(value), ""))
+        rows.append(row)
+    return Grid(caption, headers, rows)
+
+
+def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> Section:
+    frame, base = table.frame, table.baseline
+    table_runs = [r for r in runs if r.id in set(frame["run"])]
+    by_id = {r.id: r for r in table_runs}
+    label_of = short_labels(list(frame["group"]))
+    units = _units(table_runs)
+    section = Section(f"{table.title}: baseline {label_of[base]}")
+    if not table.baseline_found:
+        section.notes.append(f"The baseline asked for is not in this table; its first group, {label_of[base]}, "
+                             "stands for it.")
+    section.grids.append(_grid(frame, label_of, units, "each value, and over the baseline's (green: better, "
+                                                     "red: worse, past 2 %)"))
+    labels = [label_of[g] for g in frame["group"]]
+    if "speedup" in frame and table.backend:
+        speed = speed_metric(table.backend)
+        section.figures.append(Figure(f"{slug}-speedup", "speed-up", svg.bars(
+            labels, list(frame["speedup"]), title=f"Speed-up over the baseline (orange), from {speed}: higher is "
+                                                  "faster", highlight=label_of[base], reference=1.0,
+            axis=f"baseline {speed} / {speed}")))
+        for group, value in zip(frame["group"], frame["speedup"], strict=True):
+            speedups.setdefault(table.identity[group], {"label": label_of[group]})[table.backend] = value
+    names = [c for c in frame.columns if c not in ("group", "run", "status", "speedup", "estimated")
+             and not c.endswith(" /base")][:MAX_METRIC_PLOTS]
+    for name in names:
+        direction = better(name)
+        section.figures.append(Figure(f"{slug}-{_safe(name)}", name, svg.bars(
+            labels, [float(v) for v in frame[name]], title=f"{name}" + (f" ({direction} is better)" if direction
+                                                                        else "") + "; the baseline in orange",
+            unit=units.get(name, ""), highlight=label_of[base], axis=units.get(name, "") or name)))
+    section.explained += _explained(table, by_id, label_of)
+    kernels = _per_kernel(table_runs, label_of, {r: g for g, r in zip(frame["group"], frame["run"], strict=True)})
+    if kernels:
+        section.subsections.append(kernels)
+    over = _interval_section(table, table_runs, label_of, f"{slug}-over-cycles")
+    if over:
+        section.subsections.append(over)
+    return section
+
+
+def _explained(table, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> list[dict]:
+    """explain's account of the baseline against each other group, for backends whose stats it reads."""
+    from .explain import explain, verdict
+
+    cls = known_backend(table.backend) if table.backend else None
+    if cls is None or not cls.simulator_stats:
+        return []
+    frame, base = table.frame, table.baseline
+    runs = dict(zip(frame["group"], frame["run"], strict=True))
+    out = []
+    for group, run_id in runs.items():
+        if group == base:
+            continue
+        title = f"{label_of[base]} -> {label_of[group]}"
+        try:
+            found = explain(by_id[runs[base]], by_id[run_id])
+        except UserError as exc:
+            out.append({"title": title, "verdict": f"not explained: {exc}", "grid": None})
+            continue
+        delta = found.delta
+        rows = [[(line.what, "label"), (svg.number(line.a), "num"), (svg.number(line.b), "num"),
+                 (f"{line.effect:+,.0f}", "num"), (f"{100 * line.effect / delta:+.0f} %" if delta else "", "num")]
+                for line in found.ranked()[:MAX_EXPLAINED_TERMS]]
+        out.append({"title": title, "verdict": verdict(found),
+                    "grid": Grid("the largest terms (they add up to the cycle difference with the rest: simflow "
+                                 "explain)", ["term", "baseline", "this group", "cycles", "share"], rows)})
+    return out
+
+
+def _per_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[str, str]) -> Section | None:
+    """Each run with several kernels, kernel by kernel: the backend's main metrics, a column per kernel."""
+    several = [r for r in runs if len(r.kernels) > 1]
+    if not several:
+        return None
+    section = Section("Kernel by kernel")
+    for run in several:
+        groups = {k: v for k, v in run.split_metrics().items() if k}
+        shown = getattr(known_backend(run.backend), "shown", ()) or tuple(
+            dict.fromkeys(n for values in groups.values() for n in values))
+        rows = []
+        for name in shown:
+            if not any(name in values for values in groups.values()):
+                continue
+            unit = next((run.units.get(f"{k}.{name}", "") for k in groups if run.units.get(f"{k}.{name}")), "")
+            rows.append([(name + (f" ({unit})" if unit else ""), "label")]
+                        + [(svg.number(values[name]) if name in values and isinstance(values[name], float | int)
+                            else str(values.get(name, "")), "num") for values in groups.values()])
+        section.grids.append(Grid(f"{label_of.get(group_of.get(run.id, ''), run.id)} (run {run.id})",
+                                  ["metric", *groups], rows))
+    return section
+
+
+def _interval_section(table, runs: list[StoredRun], label_of: dict[str, str], name: str) -> Section | None:
+    """Simulator runs' IPC, occupancy and L1D hit rate over simulated cycles (their intervals.csv), one line per
+    run, the kernel launch latency shaded: where in the run a difference arises."""
+    import csv
+
+    group_of = {r: g for g, r in zip(table.frame["group"], table.frame["run"], strict=True)}
     found, missing = [], []
     for run in runs:
-        source = run.artifacts.get("intervals", "")  # what a simulator run keeps
+        source = run.artifacts.get("intervals", "")
         if not source:
             continue
-        if source and Path(source).is_file():
-            found.append((run, pd.read_csv(source)))
-        elif source:
+        if Path(source).is_file():
+            with open(source, newline="") as handle:
+                found.append((run, list(csv.DictReader(handle))))
+        else:
             missing.append(f"{run.id} ({source} is gone)")
-    title = f"{table.title}: over simulated cycles"
+    section = Section(f"{table.title}: over simulated cycles")
     if not found:
         if not missing:
             return None
-        note = "No intervals for: " + "; ".join(missing) + "."
-        return f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>", f"## {title}\n\n{note}\n", None
+        section.notes.append("No intervals for: " + "; ".join(missing) + ".")
+        return section
     shown = found[:MAX_INTERVAL_RUNS]
-    fig, axes = plt.subplots(len(INTERVAL_PANELS), 1, figsize=(9, 2.4 * len(INTERVAL_PANELS) + 0.8), sharex=True)
-    for run, frame in shown:
-        for ax, (column, _, scale) in zip(axes, INTERVAL_PANELS, strict=True):
-            ax.step(frame["cycle_end"], frame[column] * scale, where="pre", linewidth=1.2, label=label_of.get(run.id))
-    for ax, (_, axis_label, _) in zip(axes, INTERVAL_PANELS, strict=True):
-        ax.set_ylabel(axis_label, fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-    axes[-1].set_xlabel("simulated cycles (gaps: no SM had work, e.g. the launch latency)", fontsize=8)
-    axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.35), ncol=min(4, len(shown)), frameon=False)
-    fig.tight_layout()
-    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format=path.suffix[1:]))
-    plt.close(fig)
-    rows = []
-    for run, frame in shown:
+    first, rows = shown[0]
+    latency = float(first.metrics.get("kernel_launch_latency", 0) or 0)
+    starts = {}
+    for row in rows:
+        starts.setdefault((row["kernel"], row["launch"]), float(row["cycle_start"]))
+    shade = [(start, start + latency) for start in starts.values()] if latency else []
+    section.figures.append(Figure(name, "over simulated cycles", svg.timeline(
+        [(label_of.get(group_of.get(run.id, ""), run.id), rows) for run, rows in shown], INTERVAL_PANELS,
+        title=f"{table.title}: IPC, occupancy and L1D hit rate over simulated cycles (click a legend entry to hide "
+              "or show it)", shade=shade, shade_label=f"kernel launch latency ({latency:g} cycles: no instruction "
+                                                      "runs)")))
+    totals = []
+    for run, rows in shown:
         accesses, misses = run.metrics.get("L1D_total_cache_accesses"), run.metrics.get("L1D_total_cache_misses")
         hit = 100 * (1 - misses / accesses) if accesses and misses is not None else math.nan
-        rows.append({"group": label_of.get(run.id, run.id), "run": run.id, "intervals": len(frame),
-                     "gpu_sim_cycle": run.metrics.get("gpu_sim_cycle", math.nan),
-                     "gpu_ipc": run.metrics.get("gpu_ipc", math.nan),
-                     "occupancy %": run.metrics.get(stand_in("gpu_occupancy", [run]), math.nan),
-                     "L1D hit rate %": hit})
-    totals = pd.DataFrame(rows)
-    note = ("Each run's simulator progress every few hundred cycles (intervals.csv in its folder): IPC over "
-            "the interval, occupancy at its end, L1D hit rate of its tag lookups. The totals beside are the "
-            "simulator's own figures for the whole run (occupancy: gpu_occupancy, or sampled_occupancy where the "
-            "build prints -nan).")
-    if len(found) > len(shown):
-        note += f" The first {len(shown)} of {len(found)} runs are drawn."
-    if missing:
-        note += " No intervals for: " + "; ".join(missing) + "."
-    page = (f"<h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>" + render(totals, "html", "totals")
-            + _img(path))
-    markdown = f"## {title}\n\n{note}\n\n" + render(totals, "markdown") + f"\n![{path.stem}]({path.name})\n"
-    return page, markdown, path
+        values = [len(rows), run.metrics.get("gpu_sim_cycle", math.nan), run.metrics.get("gpu_ipc", math.nan),
+                  run.metrics.get(stand_in("gpu_occupancy", [run]), math.nan), hit]
+        totals.append([(label_of.get(group_of.get(run.id, ""), run.id), "label"), (run.id, "")]
+                      + [(svg.number(float(v)), "num") for v in values])
+    section.grids.append(Grid("the whole runs (the simulator's own totals; occupancy: gpu_occupancy, or "
+                              "sampled_occupancy where the build prints -nan)",
+                              ["group", "run", "intervals", "gpu_sim_cycle (cycles)", "gpu_ipc (thread insn/cycle)",
+                               "occupancy (%)", "L1D hit rate (%)"], totals))
+    section.notes.append("Each run's simulator progress every few hundred cycles (intervals.csv in its folder): IPC "
+                         "over the interval, occupancy at its end, L1D hit rate of its tag lookups."
+                         + (f" The first {len(shown)} of {len(found)} runs are drawn." if len(found) > len(shown)
+                            else "") + (" No intervals for: " + "; ".join(missing) + "." if missing else ""))
+    return section
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
+def _side_by_side(speedups: dict) -> list[Section]:
+    """The same variant, every parameter and the problem equal, on two backends that time it."""
+    timed = [n for n in backend_names() if backend_class(n).speed_metric]
+    out = []
+    for i, first in enumerate(timed):
+        for second in timed[i + 1:]:
+            both = [v for v in speedups.values() if first in v and second in v]
+            if not both:
+                continue
+            a, b = backend_class(first), backend_class(second)
+            ta, tb = a.title or a.name, b.title or b.name
+            section = Section(f"{ta} and {tb} side by side")
+            section.grids.append(Grid("speed-up over the baseline on each", ["group", f"{ta} speed-up",
+                                                                           f"{tb} speed-up"],
+                                      [[(v["label"], "label"), (f"{v[first]:.3f}", "num"), (f"{v[second]:.3f}", "num")]
+                                       for v in both]))
+            section.figures.append(Figure(f"{a.short or a.name}-vs-{b.short or b.name}", "side by side",
+                                          svg.paired_bars([v["label"] for v in both],
+                                                          {f"{ta}: {a.speed_metric}": [v[first] for v in both],
+                                                           f"{tb}: {b.speed_metric}": [v[second] for v in both]},
+                                                          title=f"The same variants: {ta} and {tb}",
+                                                          axis="speed-up over the baseline (higher is faster)",
+                                                          reference=1.0)))
+            out.append(section)
+    return out
 
 
 SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount",
@@ -256,49 +321,30 @@ SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount",
                    "gpgpu_n_shmem_bkconflict")
 
 
-def _correlation_section(plt, runs: list[StoredRun], folder: Path) -> tuple[str, str, Path] | None:
-    """Simulator vs hardware counters, when variants were run both ways: table and scatter plots."""
+def _correlation_section(runs: list[StoredRun]) -> Section | None:
+    """Simulator vs hardware counters, when variants were run both ways: table and a scatter per metric."""
     from .compare import correlate
 
     try:
         table, points = correlate(runs)
     except UserError:
         return None
-    shown = [m for m in SCATTER_METRICS if m in set(points["metric"])]
-    cols = 3
-    rows = math.ceil(len(shown) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.6 * rows), squeeze=False)
-    for ax, metric in zip(axes.flat, shown, strict=False):
-        sub = points[points["metric"] == metric]
-        ax.scatter(sub["hardware"], sub["simulator"], s=22, color="#3b75af")
-        values = [*sub["hardware"], *sub["simulator"]]
-        positive = [v for v in values if v > 0]
-        top = max(values) * 1.3 or 1
-        if positive:  # variants of several problems span decades: log axes (symlog when zeros occur)
-            low = min(positive) / 1.3
-            scale = {"value": "log"} if len(positive) == len(values) else {"value": "symlog", "linthresh": low}
-            ax.set_xscale(**scale)
-            ax.set_yscale(**scale)
-            bottom = low if len(positive) == len(values) else 0
-        else:
-            bottom = 0
-        ax.plot([bottom, top], [bottom, top], color="#999", linestyle="--", linewidth=1)
-        ax.set_xlim(bottom, top)
-        ax.set_ylim(bottom, top)
-        row = table.set_index("metric").loc[metric]
-        short = metric.replace("Total_core_cache_stats_breakdown", "L1").replace("[TOTAL_ACCESS]", "")
-        ax.set_title(f"{short}\nPearson {row['pearson']:.2f}, same order {row['same_order_%']:.0f}%", fontsize=9)
-        ax.set_xlabel("hardware (ncu)", fontsize=8)
-        ax.set_ylabel("simulator (normalised)", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(shown):]:
-        ax.axis("off")
-    fig.tight_layout()
-    path = folder / "sim-vs-hardware.png"
-    replace_with(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:]))
-    plt.close(fig)
     n = points["group"].nunique()
-    title = f"Simulator vs hardware counters ({n} variants run both ways)"
-    page = f"<h2>{html.escape(title)}</h2>" + render(table, "html") + _img(path)
-    markdown = f"## {title}\n\n" + render(table, "markdown") + f"\n![sim-vs-hardware]({path.name})\n"
-    return page, markdown, path
+    section = Section(f"Simulator vs hardware counters ({n} variants run both ways)")
+    section.grids.append(Grid("per metric", list(table.columns),
+                              [[(svg.number(v) if isinstance(v, float) else str(v), "num" if isinstance(v, float)
+                                 else "label") for v in row] for row in table.itertuples(index=False)]))
+    stats = table.set_index("metric")
+    for metric in [m for m in SCATTER_METRICS if m in set(points["metric"])]:
+        sub = points[points["metric"] == metric]
+        row = stats.loc[metric]
+        short = metric.replace("Total_core_cache_stats_breakdown", "L1").replace("[TOTAL_ACCESS]", "")
+        section.figures.append(Figure(f"sim-vs-hardware-{_safe(short)}", short, svg.scatter(
+            [(g, float(h), float(s)) for g, h, s in zip(sub["group"], sub["hardware"], sub["simulator"], strict=True)],
+            title=f"{short}: Pearson {row['pearson']:.2f}, same order {row['same_order_%']:.0f} %",
+            x_axis="hardware (ncu)", y_axis="simulator (normalised)")))
+    return section
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
