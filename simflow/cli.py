@@ -94,7 +94,7 @@ def _problem_args(parser: argparse.ArgumentParser) -> None:
 def _variants_dir_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", action="append", metavar="DIR",
                         help="a folder of your own variants, NAME.cu.j2 + NAME.toml (repeatable; also "
-                             "SIMFLOW_VARIANTS); README 'Variants of your own'")
+                             "SIMFLOW_VARIANTS); docs/variants-of-your-own.md")
 
 
 def _variant_args(parser: argparse.ArgumentParser, best: bool = False) -> None:
@@ -171,7 +171,7 @@ def _threshold_arg(parser: argparse.ArgumentParser) -> None:
 def _stats_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stats", action="append", default=[], metavar="FILE",
                         help="a TOML file of your own simulator stats (repeatable; also SIMFLOW_STATS, "
-                             "files separated by ':'); README 'Your own stats'")
+                             "files separated by ':'); docs/stats.md")
 
 
 def _variants_args(p: argparse.ArgumentParser) -> None:
@@ -545,7 +545,7 @@ def cmd_import_log(args) -> int:
 def _sweep_args(p: argparse.ArgumentParser) -> None:
     _variants_dir_arg(p)
     _stats_arg(p)
-    p.add_argument("file", help="the sweep's TOML file (README 'Sweeps')")
+    p.add_argument("file", help="the sweep's TOML file (docs/results.md, 'Sweeps')")
     p.add_argument("--workers", "-j", type=_at_least(1), help="parallel runs (default: the number of cores)")
     p.add_argument("--executor", default="local", choices=["local", "dask", "slurm", "pbs"],
                    help="local processes (default), a Dask scheduler, or Slurm / PBS jobs through dask-jobqueue")

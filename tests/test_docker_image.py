@@ -3,7 +3,7 @@ used for real (marked `docker`; it also needs that build, so `gpgpusim`).
 
 The image is built once per session from this checkout (the engine's layer cache makes an unchanged
 rebuild take seconds). No registry is reachable here: the debian:bookworm-slim base must exist locally
-(README: 'Containers'). SIMFLOW_TEST_IMAGE names the tag.
+(docs/containers.md). SIMFLOW_TEST_IMAGE names the tag.
 """
 
 import json
@@ -38,7 +38,7 @@ def engine(*args, timeout=120):
 def image():
     if engine("image", "inspect", "debian:bookworm-slim").returncode != 0:
         pytest.skip("no debian:bookworm-slim base image in the engine and simflow's tests pull nothing; "
-                    "make it as README 'Containers' says")
+                    "make it as docs/containers.md says")
     proc = simflow("image", "build", "--tag", IMAGE, "--engine", ENGINE, timeout=3600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     assert f"built {IMAGE}" in proc.stdout

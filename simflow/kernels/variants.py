@@ -81,7 +81,7 @@ def load_variants(folders: list[Path]) -> dict[str, Variant]:
             raise UserError(f"no variant folder {folder} (named in {VARIANTS_ENV} or --variants)")
         tomls = sorted(folder.glob("*.toml"))
         if not tomls:
-            raise UserError(f"{folder} has no NAME.toml beside a NAME.cu.j2 (README: 'Variants of your own')")
+            raise UserError(f"{folder} has no NAME.toml beside a NAME.cu.j2 (docs/variants-of-your-own.md)")
         for toml_path in tomls:
             if toml_path.stem in variants:
                 where = getattr(variants[toml_path.stem], "declared_in", "") or "simflow's own"

@@ -90,7 +90,7 @@ def load_sweep(path: str | Path) -> Sweep:
         return _expand(path, text, data)
     except (TypeError, AttributeError, ValueError) as exc:  # a value of a type no key takes
         raise UserError(f"{path}: a value has the wrong type ({type(exc).__name__}: {exc}); see the example at "
-                        "the top of 'simflow sweep --help' and README 'Sweeps'") from None
+                        "the top of 'simflow sweep --help' and docs/results.md 'Sweeps'") from None
 
 
 def _expand(path: Path, text: str, data: dict) -> Sweep:

@@ -25,7 +25,7 @@ OWNER_LABEL = "simflow.owner"  # host:pid:start time of the simflow process that
 RUN_DIR = "/simflow/run"
 CACHE_DIR = "/simflow/cache"
 STOP_GRACE_S = 10  # SIGTERM, then SIGKILL after this many seconds
-IMAGE_HELP = ("build it around your GPGPU-Sim build with 'simflow image build --tag {image}' (README: 'Containers'; "
+IMAGE_HELP = ("build it around your GPGPU-Sim build with 'simflow image build --tag {image}' (docs/containers.md; "
               "without a registry, make the debian:bookworm-slim base locally as it says)")
 
 
@@ -36,8 +36,8 @@ def engine(name: str | None = None) -> str:
         raise UserError(f"unknown container engine {chosen!r}; valid engines: {', '.join(ENGINES)}")
     if shutil.which(chosen) is None:
         raise UserError(f"--docker needs the {chosen} command, which is not on PATH; install Docker Engine "
-                        "(docs.docker.com/engine/install) or Podman, or run the simulator natively (README: "
-                        "'The simulator')")
+                        "(docs.docker.com/engine/install) or Podman, or run the simulator natively "
+                        "(docs/simulator.md)")
     return chosen
 
 

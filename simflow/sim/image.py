@@ -29,7 +29,7 @@ DEFAULT_TAG = "simflow-gpgpusim"
 DEFAULT_BASE = "debian:bookworm-slim"
 BUILD_TIMEOUT_S = 3 * 3600
 BASE_HELP = ("make it locally, e.g. 'debootstrap --variant=minbase bookworm /tmp/rootfs && tar -C /tmp/rootfs -c . | "
-             "{engine} import - {base}' (README: 'Containers')")
+             "{engine} import - {base}' (docs/containers.md)")
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 

@@ -30,7 +30,7 @@ SIMULATOR_HELP = (
     "build GPGPU-Sim by its own README (github.com/accel-sim/gpgpu-sim_distribution, the fork Accel-Sim uses, or "
     "github.com/gpgpu-sim/gpgpu-sim_distribution; 'source setup_environment release && make' with a CUDA 11.x "
     "toolkit), then point simflow at the folder: GPGPUSIM_ROOT, simulator = \"DIR\" in simflow.toml or "
-    "~/.config/simflow/config.toml, or /opt/gpgpu-sim (README: 'The simulator'); or run in the simflow image "
+    "~/.config/simflow/config.toml, or /opt/gpgpu-sim (docs/simulator.md); or run in the simflow image "
     "with 'simflow sim ... --docker IMAGE'"
 )
 CONFIG_KEYS = ("simulator",)
