@@ -29,8 +29,8 @@ def cell(value) -> str:
     """A value as a table shows it: 6 significant digits, whole numbers without '.0', nothing for NaN or None."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    if isinstance(value, float):
-        return f"{value:.0f}" if value.is_integer() and abs(value) < 1e15 else f"{value:.6g}"
+    if isinstance(value, float):  # no exponent for a large count: 1113210, not 1.11321e+06
+        return f"{value:.0f}" if (value.is_integer() or abs(value) >= 1e5) and abs(value) < 1e15 else f"{value:.6g}"
     return str(value)
 
 

@@ -49,7 +49,7 @@ def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
     for name in [n for n in (shown or tuple(result.metrics)) if n in result.metrics]:
         value, bound = result.metrics[name], result.bound(name)
         rel = f"{100 * bound / abs(value):.2g} %" if value and not math.isnan(bound) else ""
-        rows.append({"metric": name, "estimate": f"{value:.6g}", "bound": "" if math.isnan(bound) else f"{bound:.3g}",
+        rows.append({"metric": name, "estimate": value, "bound": bound,
                      "bound %": rel, "unit": result.units.get(name, "")})
     return [table(rows),
             f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))} (probe: 1 image; a wave holds "

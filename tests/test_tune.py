@@ -132,3 +132,13 @@ def test_tune_in_the_simulator_resumes_from_the_store_and_run_best_uses_it(tmp_p
     out = json.loads(sim.stdout)
     assert out["variant"] == best["variant"] and out["params"]["tile"] == best["params"]["tile"]
     assert out["metrics"]["gpu_sim_cycle"] == best["value"]
+
+
+def test_tune_without_its_backend_says_so_without_a_traceback(tmp_path):
+    from hardware import NEEDS
+
+    if NEEDS["gpu"][0]:
+        pytest.skip("this machine has the GPU backend: tune would run")
+    proc = simflow("tune", "global", "--runs", "2", "--results", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "optuna" not in proc.stderr.lower()
+    assert proc.stderr.startswith("simflow: error: simflow cannot run on a GPU here")
