@@ -39,7 +39,8 @@ def folders(tmp_path_factory):
             (bin_dir / "simflow").write_text(f'#!/bin/sh\nexec {sys.executable} -m simflow "$@"\n')
             (bin_dir / "simflow").chmod(0o755)
             env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-                   "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(where / "simflow-results")}
+                   "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+                   "SIMFLOW_RESULTS": str(where / "simflow-results")}
             made[page] = where, env
         return made[page]
     return folder

@@ -142,3 +142,13 @@ def test_tune_without_its_backend_says_so_without_a_traceback(tmp_path):
     proc = simflow("tune", "global", "--runs", "2", "--results", str(tmp_path))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and "optuna" not in proc.stderr.lower()
     assert proc.stderr.startswith("simflow: error: simflow cannot run on a GPU here")
+
+
+@pytest.mark.gpu
+def test_tune_on_the_gpu_ends_cleanly(tmp_path):
+    """One configuration at a time, in the main thread: the CUDA context is popped by the thread that made it
+    (a worker thread's context aborted the process at exit)."""
+    proc = simflow("tune", "global", "--problem", "batch3x3", "--strategy", "exhaustive", "--runs", "3",
+                   "--results", str(tmp_path))
+    assert proc.returncode == 0 and "PyCUDA ERROR" not in proc.stderr, proc.stderr
+    assert "3 of 18 configurations tried" in proc.stdout and "best: global" in proc.stdout

@@ -17,7 +17,7 @@ import json
 import math
 import random
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -150,7 +150,7 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
             progress(trial, Progress(len(out.trials), total, out.best, backend_class(backend).speed_unit, eta))
 
     stop = ""
-    with Store(results) as store, ThreadPoolExecutor(max_workers=workers) as pool:
+    with Store(results) as store, (ThreadPoolExecutor(max_workers=workers) if workers > 1 else _Here()) as pool:
         while True:
             while len(running) < workers and not (stop := over_budget()):
                 proposal = proposer.ask()
@@ -186,6 +186,25 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     if out.best is not None:
         record_best(results, out)
     return out
+
+
+class _Here:
+    """Runs each configuration at once, in this thread (-j 1): a GPU backend's CUDA context belongs to the thread
+    that made it, and must be popped by it before the process exits."""
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 (Ctrl-C too: the caller's future.result() raises it)
+            future.set_exception(exc)
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
 
 
 class _Grid:
