@@ -752,6 +752,8 @@ def cmd_parse(args) -> int:
         return 0
     if not args.logs:
         raise UserError("simflow parse needs a LOG file ('-' for standard input), or --catalogue")
+    if args.csv == "-":  # the older --csv FILE, given standard output: --format csv
+        args.format, args.csv = "csv", None
     table = api.parse(*args.logs, aggregate=args.aggregate)
     logs = table.attrs["logs"]
     code = 0 if all(facts["status"] == "complete" for facts in logs) else 2

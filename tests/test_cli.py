@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, simflow
@@ -212,7 +213,9 @@ def test_parse_reads_standard_input_and_writes_standard_output():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("launch_uid,kernel,complete") and len(lines) == 3 and "34.0" not in proc.stdout
-    assert not (ROOT / "-").exists()
+    older = simflow("parse", str(LOG), "--csv", "-")  # the older spelling: standard output too, never a file '-'
+    assert older.returncode == 0 and older.stdout == proc.stdout
+    assert not (ROOT / "-").exists() and not Path("-").exists()
 
 
 @pytest.mark.parametrize("command", [["variants"], ["problems"], ["parse", str(LOG)], ["parse", "--catalogue"],
