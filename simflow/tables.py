@@ -104,7 +104,9 @@ def render(frame, fmt: str, title: str = "") -> str:
         caption = f"<caption>{html.escape(title)}</caption>" if title else ""
         return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
     body = table([dict(zip(header, row, strict=True)) for row in cells]) if cells else "(nothing)"
-    return (f"{title}\n" if title else "") + body + "\n"
+    limit = width()
+    heading = "\n".join(textwrap.wrap(title, limit)) if title and limit else title
+    return (f"{heading}\n" if title else "") + body + "\n"
 
 
 def _css(column: str, value: str) -> str:

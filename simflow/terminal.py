@@ -389,7 +389,18 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
         tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
         return json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
                           {"tables": tables, "left_out": result.left_out, "split": result.split}, indent=2) + "\n"
+    if fmt == "table":  # for a terminal: groups named by what varies, the speed-up first, run ids last
+        return "\n".join(render(_for_terminal(t.frame), fmt, title(t)) for t in result.tables)
     return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)
+
+
+def _for_terminal(frame):
+    from .analysis.compare import short_labels
+
+    shown = frame.assign(group=frame["group"].map(short_labels(list(frame["group"]))))
+    last = [c for c in ("status", "estimated", "run") if c in shown.columns]
+    first = ["group", *(["speedup"] if "speedup" in shown.columns else [])]
+    return shown[first + [c for c in shown.columns if c not in first and c not in last] + last]
 
 
 def parse_notes(table, logs: list[dict]) -> list[str]:

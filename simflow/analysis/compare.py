@@ -355,6 +355,21 @@ def _split_reason(parts: list[list[StoredRun]]) -> str:
     return f"{len(parts)} tables: " + "; ".join(why)
 
 
+def short_labels(labels: list[str]) -> dict[str, str]:
+    """Each group label with only the KEY=VALUE parts that differ between the groups (empty values dropped):
+    'variant=global,tile=16' and 'variant=shared,tile=16' read 'variant=global' and 'variant=shared'."""
+    parts = {label: [p for p in label.split(",") if p.partition("=")[2] != ""] for label in labels}
+    common = set.intersection(*(set(p) for p in parts.values())) if len(labels) > 1 else set()
+    keys = [p.partition("=")[0] for p in next(iter(parts.values()), [])]
+    for i, key in enumerate(keys):  # a key that repeats an earlier one's value in every group (an imported log's
+        for earlier in keys[:i]:   # variant is its app) says nothing more
+            if all(dict(q.partition("=")[::2] for q in found).get(key) == dict(
+                    q.partition("=")[::2] for q in found).get(earlier) for found in parts.values()):
+                common |= {p for found in parts.values() for p in found if p.partition("=")[0] == key}
+                break
+    return {label: ",".join(p for p in found if p not in common) or label for label, found in parts.items()}
+
+
 def _same_run(run: StoredRun) -> tuple:
     """What makes two runs the same job run again: kernel variant and parameters, shape, backend, config."""
     return run.variant, json.dumps(run.params, sort_keys=True, default=str), shape_key(run.problem), run.backend, \

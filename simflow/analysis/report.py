@@ -19,7 +19,7 @@ from ..results.folders import write_text
 from ..results.metrics import better, speed_metric, stand_in
 from ..results.store import StoredRun
 from . import svg
-from .compare import DEFAULT_THRESHOLD, comparison
+from .compare import DEFAULT_THRESHOLD, comparison, short_labels
 
 MAX_METRIC_PLOTS = 8
 MAX_INTERVAL_RUNS = 8
@@ -86,21 +86,6 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
         write_text(path, figure.svg + "\n")
         written.append(path)
     return [page, markdown, *written]
-
-
-def short_labels(labels: list[str]) -> dict[str, str]:
-    """Each group label with only the KEY=VALUE parts that differ between the groups (empty values dropped):
-    'variant=global,tile=16' and 'variant=shared,tile=16' read 'variant=global' and 'variant=shared'."""
-    parts = {label: [p for p in label.split(",") if p.partition("=")[2] != ""] for label in labels}
-    common = set.intersection(*(set(p) for p in parts.values())) if len(labels) > 1 else set()
-    keys = [p.partition("=")[0] for p in next(iter(parts.values()), [])]
-    for i, key in enumerate(keys):  # a key that repeats an earlier one's value in every group (an imported log's
-        for earlier in keys[:i]:   # variant is its app) says nothing more
-            if all(dict(q.partition("=")[::2] for q in found).get(key) == dict(
-                    q.partition("=")[::2] for q in found).get(earlier) for found in parts.values()):
-                common |= {p for found in parts.values() for p in found if p.partition("=")[0] == key}
-                break
-    return {label: ",".join(p for p in found if p not in common) or label for label, found in parts.items()}
 
 
 def _units(runs: list[StoredRun]) -> dict[str, str]:
