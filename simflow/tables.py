@@ -34,6 +34,16 @@ def cell(value) -> str:
     return str(value)
 
 
+def duration(seconds: float) -> str:
+    """12s, 3m05s, 1h07m: elapsed times and ETAs in progress lines."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
 def numeric(text: str) -> bool:
     try:
         float(text)

@@ -12,7 +12,7 @@ import time
 
 from .backends import backend_class, known_backend
 from .kernels.variants import show_value
-from .tables import table, width
+from .tables import duration, table, width
 
 
 def params_text(params: dict) -> str:
@@ -318,14 +318,8 @@ def trial_text(trial, state=None) -> str:
         return "  " + line
     best = (f"best {state.best.value:.6g}{unit} ({state.best.variant} {params_text(state.best.params)})"
             if state.best else "none passed yet")
-    eta = f"; ETA {_duration(state.eta_s)}" if state.eta_s is not None else ""
+    eta = f"; ETA {duration(state.eta_s)}" if state.eta_s is not None else ""
     return f"[{state.done}/{state.total}] {line} | {best}{eta}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else (
-        f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s")
 
 
 def tune_text(result) -> str:
@@ -470,7 +464,7 @@ class LiveSimulation:
 
     def line(self, live, elapsed: float) -> str:
         if not live.launched:
-            return f"simflow: building and starting the simulator, {_duration(elapsed)}"
+            return f"simflow: building and starting the simulator, {duration(elapsed)}"
         of = f" of {len(self.kernels)}" if len(self.kernels) > 1 else ""
         return (f"simflow: simulating {live.kernel} (kernel {live.launched}{of}): cycle {live.cycle:,}, "
-                f"{live.insn:,} instructions, {_duration(elapsed)}")
+                f"{live.insn:,} instructions, {duration(elapsed)}")

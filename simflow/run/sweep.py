@@ -27,6 +27,7 @@ from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
 from ..sim.sampling import METHOD, SampleSpec, at_batch, estimate_result, sample_batches
+from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .sweep_file import Sweep
@@ -67,7 +68,7 @@ class Progress:
             self.durations.append(float(result.metrics["job_wall_s"]))
         if self.live:  # the job, then a failure's reason below it, each cut to the terminal's width
             columns = shutil.get_terminal_size().columns
-            took = f", {_duration(result.metrics['job_wall_s'])}" if result and "job_wall_s" in result.metrics else ""
+            took = f", {duration(result.metrics['job_wall_s'])}" if result and "job_wall_s" in result.metrics else ""
             figure = headline(backend_class(job.backend), result.metrics) if result and not failed else ""
             said = [f"  {'could not run' if result is None else result.status:<13} {job.describe()}"
                     + (f": {figure}" if figure else "") + took]
@@ -86,20 +87,11 @@ class Progress:
         eta = ""
         if self.durations and left:  # each job's own time, shared over the workers that run the rest
             mean = sum(self.durations) / len(self.durations)
-            eta = f", about {_duration(mean * left / min(self.workers, left))} left"
-        self.bar.set_description_str(f"{self.failed} failed, {self.running} running, {_duration(elapsed)} elapsed{eta}")
+            eta = f", about {duration(mean * left / min(self.workers, left))} left"
+        self.bar.set_description_str(f"{self.failed} failed, {self.running} running, {duration(elapsed)} elapsed{eta}")
 
     def finish(self) -> None:
         self.bar.close()
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 @dataclass
