@@ -813,6 +813,9 @@ def main(argv: list[str] | None = None) -> int:
     from .run.orphans import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
+    from . import tables
+
+    tables.TO_FILE = getattr(args, "output", None) not in (None, "-") and getattr(args, "command", "") != "report"
     sigterm_as_ctrl_c()
     try:
         from . import api

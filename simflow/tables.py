@@ -16,9 +16,14 @@ from .errors import UserError
 FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
+TO_FILE = False  # set by the command line when -o writes a table to a file: nothing fitted, nothing left out
+
+
 def width() -> int | None:
-    """The columns a table must fit: $COLUMNS where set, else the terminal's; None (no limit) when standard
-    output is a file or a pipe, so what is saved keeps every column."""
+    """The columns a table must fit: $COLUMNS where set, else the terminal's; None (no limit) when the table goes
+    to a file (-o, a pipe, a redirect), so what is saved keeps every column."""
+    if TO_FILE:
+        return None
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)

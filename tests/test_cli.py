@@ -229,13 +229,16 @@ def test_one_output_option_for_every_table(command, tmp_path):
     assert (tmp_path / "out.csv").read_text() == simflow(*command, "-f", "csv").stdout
 
 
-def test_a_table_fits_the_terminal_and_names_what_it_left_out():
+def test_a_table_fits_the_terminal_and_names_what_it_left_out(tmp_path):
     wide = simflow("parse", str(LOG), "--all")
     assert max(map(len, wide.stdout.splitlines())) > 80  # a pipe: every column, as it is
     narrow = simflow("parse", str(LOG), "--all", env={"COLUMNS": "80"})
     lines = narrow.stdout.splitlines()
     assert max(map(len, lines)) <= 80 and "left out to fit 80 characters" in narrow.stdout
     assert "_Z13conv2d_globalPKfS0_Pfiiii#1" in narrow.stdout  # the first column stays
+    saved = tmp_path / "table.txt"  # -o FILE keeps every column, whatever the terminal's width
+    assert simflow("parse", str(LOG), "--all", "-o", str(saved), env={"COLUMNS": "80"}).returncode == 0
+    assert saved.read_text() == wide.stdout and "left out" not in saved.read_text()
 
 
 def test_every_help_has_examples_exit_codes_and_words_for_each_option():
