@@ -120,22 +120,11 @@ def result_rows(result) -> list[dict]:
 
 
 def metrics_table(result, names: tuple[str, ...] = ()) -> str:
-    """A run's metrics, a row per metric (`names`, in order, or every one), a column per kernel, then the unit."""
-    groups = result.split_metrics()
-    if len(groups) > 1 and not groups.get(""):
-        groups.pop("", None)
-    order = list(names) or list(dict.fromkeys(n for values in groups.values() for n in values))
-    alone = result.kernels[0] if len(groups) == 1 and len(result.kernels) == 1 else "value"
-    rows = []
-    for name in order:
-        present = {kernel or alone: values[name] for kernel, values in groups.items() if name in values}
-        if not present:
-            continue
-        unit = next((result.units.get(f"{k}.{name}" if k else name, "") for k in groups if name in groups[k]), "")
-        row = {"metric": name, **present, "unit": unit}
-        if result.sampled:
-            row["bound"] = result.bound(name)
-        rows.append(row)
+    """A run's metrics, a row per metric (`names`, in order, or every one), a column per kernel, then the unit
+    (and an estimate's bound)."""
+    rows = result.by_kernel(names)
+    if result.sampled:
+        rows = [{**row, "bound": result.bound(row["metric"])} for row in rows]
     return table(rows)
 
 

@@ -205,19 +205,13 @@ def _per_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[
         return None
     section = Section("Kernel by kernel")
     for run in several:
-        groups = {k: v for k, v in run.split_metrics().items() if k}
-        shown = getattr(known_backend(run.backend), "shown", ()) or tuple(
-            dict.fromkeys(n for values in groups.values() for n in values))
-        rows = []
-        for name in shown:
-            if not any(name in values for values in groups.values()):
-                continue
-            unit = next((run.units.get(f"{k}.{name}", "") for k in groups if run.units.get(f"{k}.{name}")), "")
-            rows.append([(name + (f" ({unit})" if unit else ""), "label")]
-                        + [(svg.number(values[name]) if name in values and isinstance(values[name], float | int)
-                            else str(values.get(name, "")), "num") for values in groups.values()])
+        kernels = [k for k in run.split_metrics() if k]
+        rows = [[(row["metric"] + (f" ({row['unit']})" if row["unit"] else ""), "label")]
+                + [(svg.number(row[k]) if isinstance(row.get(k), float | int) else str(row.get(k, "")), "num")
+                   for k in kernels]
+                for row in run.by_kernel(getattr(known_backend(run.backend), "shown", ()), totals=False)]
         section.grids.append(Grid(f"{label_of.get(group_of.get(run.id, ''), run.id)} (run {run.id})",
-                                  ["metric", *groups], rows))
+                                  ["metric", *kernels], rows))
     return section
 
 

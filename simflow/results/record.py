@@ -168,6 +168,23 @@ class RunResult:
             groups.setdefault(kernel, {})[name] = value
         return groups
 
+    def by_kernel(self, names: tuple[str, ...] = (), totals: bool = True) -> list[dict]:
+        """Rows of a metric (`names`, in order, or every one) with a column per kernel and its unit; the run's
+        totals as a column 'value' beside several kernels (unless `totals` is False), the kernel's name for one."""
+        groups = self.split_metrics()
+        if not totals or (len(groups) > 1 and not groups.get("")):
+            groups.pop("", None)
+        order = list(names) or list(dict.fromkeys(n for values in groups.values() for n in values))
+        alone = self.kernels[0] if len(groups) == 1 and len(self.kernels) == 1 else "value"
+        rows = []
+        for name in order:
+            present = {kernel or alone: values[name] for kernel, values in groups.items() if name in values}
+            if present:
+                unit = next((self.units.get(f"{k}.{name}" if k else name, "") for k in groups if name in groups[k]
+                             and self.units.get(f"{k}.{name}" if k else name)), "")
+                rows.append({"metric": name, **present, "unit": unit})
+        return rows
+
     def to_dict(self) -> dict:
         out = {"format": FORMAT, **asdict(self)}
         out["problem"] = self.problem.as_dict()
