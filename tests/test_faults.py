@@ -186,3 +186,27 @@ echo "== ro import"; $py import {run} --results {results}; echo "rc=$?"
     assert sections["runs"].strip().splitlines()[-1].strip() == "2", out  # both runs still there
     assert sections["ro runs"].splitlines()[0].strip() == "2", out
     assert "stored already" in sections["ro import"] or "read-only" in sections["ro import"], out
+
+
+def test_a_repeated_sigterm_is_one_interruption():
+    """Linux may send a killed sweep's workers their death signal twice: the second must not cut short the keeping
+    of the interrupted run (it lost the record), while a signal after REPEAT_S interrupts again."""
+    script = """
+import os, signal, time
+from simflow.run import orphans
+orphans.sigterm_as_ctrl_c()
+caught = 0
+for pause in (0, orphans.REPEAT_S + 0.5):
+    time.sleep(pause)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+    except KeyboardInterrupt:
+        caught += 1
+        os.kill(os.getpid(), signal.SIGTERM)  # the same death signal again, while the run is being kept
+        time.sleep(0.2)
+print(caught)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (proc.returncode, proc.stdout.strip()) == (0, "2"), proc.stderr

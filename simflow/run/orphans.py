@@ -85,14 +85,30 @@ def job_in_hand() -> Iterator[None]:
         yield
 
 
+REPEAT_S = 2.0  # a signal this soon after the one that interrupted is the same interruption
+_interrupted_at: float | None = None
+
+
 def sigterm_as_ctrl_c() -> None:
     """SIGTERM takes Ctrl-C's path in this process (KeyboardInterrupt): the simulator or container it
-    runs is stopped and the run kept as interrupted. Only the main thread can install a handler."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+    runs is stopped and the run kept as interrupted. SIGTERM or Ctrl-C again within REPEAT_S of the first
+    is not raised again: Linux may send a parent's death signal twice (a killed sweep's workers get two
+    SIGTERMs 3 ms apart), and a second KeyboardInterrupt while the run is being kept would lose its record.
+    A later one (a user insisting) interrupts again. Only the main thread can install a handler; a SIGINT
+    that was ignored (a background job) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 def _raise_interrupt(_signum, _frame):
+    global _interrupted_at
+    now = time.monotonic()
+    if _interrupted_at is not None and now - _interrupted_at < REPEAT_S:
+        return
+    _interrupted_at = now
     raise KeyboardInterrupt
 
 
