@@ -10,6 +10,8 @@ simulator).
 
 from __future__ import annotations
 
+import codecs
+import functools
 import gzip
 import io
 import math
@@ -57,6 +59,13 @@ LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
 def _value(text: str) -> float:
     """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float. NaN for -nan, and for what is
     no finite number (inf, 1e999): those are missing values (see _note_value)."""
+    if "_" not in text:  # most values are a plain number, spaces around it (float reads '1_0' as 10)
+        try:
+            value = float(text)
+        except ValueError:
+            pass
+        else:
+            return value if math.isfinite(value) else math.nan
     match = _NUMBER.search(text)
     if not match:
         return math.nan
@@ -87,7 +96,8 @@ class Sample:
 class KernelRecord:
     launch_uid: int
     kernel: str
-    printed: dict[str, float] = field(default_factory=dict)  # stats as printed in its block
+    printed: dict[str, float] = field(default_factory=dict)  # stats as printed in its block: the last kernel's only,
+    # once the log is read (each other kernel's are in its metrics, differenced)
     metrics: dict[str, float] = field(default_factory=dict)  # per-kernel values (differenced)
     resources: dict[str, object] = field(default_factory=dict)
     complete: bool = False
@@ -276,10 +286,21 @@ def read_options(path: str | Path) -> dict[str, str]:
 
 
 def parse_file(path: str | Path) -> SimLog:
-    """Parse a log, plain or gzip; never raises on what the file holds (only on a missing file)."""
+    """Parse a log, plain or gzip; never raises on what the file holds (only on a missing file). The text is
+    read in blocks, and only the lines that can matter are handed to the parser (see _Reader.read_blocks)."""
     damage = _Damage()
-    with _open_text(Path(path)) as handle:
-        log = parse_lines(_readable_lines(handle, damage))
+    path = Path(path)
+    with open(path, "rb") as probe:
+        zipped = probe.read(2) == b"\x1f\x8b"
+    reader = _Reader(every_line=False)
+    with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
+        reader.read_blocks(_text_blocks(handle, damage, PIECE if zipped else BLOCK))
+    if not (reader.log.exit_detected or reader.log.stopped_at_limit):  # its failure lines may say why it ended
+        with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
+            for block in _text_blocks(handle, _Damage()):
+                for raw in block.split("\n")[:-1]:
+                    reader.hints(raw.strip())
+    log = reader.finish()
     if damage.error:
         where = f"in kernel {log.kernels[-1].kernel}" if log.kernels else "before any kernel finished"
         if log.kernels:
@@ -295,35 +316,185 @@ def parse_text(text: str) -> SimLog:
 
 
 def parse_lines(lines: Iterable[str]) -> SimLog:
-    """Stream the log once; memory holds one record per kernel, not the text."""
-    log = SimLog()
-    resources: dict[str, dict] = {}  # kernel name -> regs/lmem/smem/cmem from the PTX info
-    pending: dict[str, object] = {}  # grid, block and CTA limit of the launch about to print stats
-    current: KernelRecord | None = None
-    failures: list[str] = []
-    newer_cudart = None
-    saw_any = False
-    last_pushed, pushed_since_block = "", False
-    banners: list[int] = []  # lines where another simulator process's banner stands
-    sampled = 0  # samples before this index belong to a kernel whose stats block was read
-    user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
-    matched: set[str] = set()
+    """Stream the log once, every line; memory holds one record per kernel, not the text."""
+    reader = _Reader()
     for raw in lines:
-        log.lines += 1
+        reader.log.lines += 1
+        reader.line(raw)
+    return reader.finish()
+
+
+PIECE = 1 << 13  # bytes read at a time from a gzip stream: a damaged one keeps what it gave up to the damage
+BLOCK = 1 << 20  # bytes parsed at a time
+
+
+def _text_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[str]:
+    """The file's text in blocks that each end with a line (newlines made '\\n', as a text file reads them),
+    until it ends or cannot be read on (a cut or corrupted gzip stream, garbage after it, an I/O error):
+    what came before is kept, the line cut by the error is dropped, the error is noted."""
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
+    pieces: list[bytes] = []
+    size, carry = 0, ""
+    while True:
+        try:
+            data = handle.read1(piece)
+        except (EOFError, OSError, zlib.error, ValueError) as exc:
+            damage.error = f"{type(exc).__name__}: {exc}"
+            data = None
+        if data:
+            pieces.append(data)
+            size += len(data)
+            if size < BLOCK:
+                continue
+        text = carry + decode(b"".join(pieces), final=data is not None and not data)
+        pieces, size = [], 0
+        if text.endswith("\r") and data:  # it may be the first half of '\r\n'
+            text, carry = text[:-1], "\r"
+        else:
+            carry = ""
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        cut = text.rfind("\n") + 1
+        if cut:
+            yield text[:cut]
+        if not data:  # the end, or the damage: a last line without its newline is read only at the end
+            if data is not None and text[cut:]:
+                yield text[cut:] + "\n"
+            return
+        carry = text[cut:] + carry
+
+
+# What a line the parser's state acts on begins with (after spaces): every other line of a log (the bulk of a
+# stats block: per-core, per-bank and DRAM lines) changes nothing, so read_blocks skips it in C. An option
+# ('-name value') counts only before the first stats block, a line of dashes never; a GPGPU-Sim line only when
+# it holds what _Reader.line looks for in one.
+_STARTS = {"total_dl1_": "", "Stall:": "", "kernel_name": "", "simflow:": "", _FAIL_FAMILY: "",
+           "GPGPU-Sim": "(?=[^\\n]*?(?:" + "|".join(re.escape(word.removeprefix("GPGPU-Sim")) for word in (
+               "LIVENESS - uArch: inst", EXIT_LINE, LIMIT_LINE, "GPGPU-Sim PTX: Kernel '", "pushing kernel '",
+               "CTA/core = ")) + "))"}  # each after the 'GPGPU-Sim' the line begins with
+_OPTION = {"-": r"(?!(?:-|[^\S\n])*\n)"}
+_KEYS = ("gpgpu_simulation_rate", "gpgpu_simulation_time", "kernel_launch_uid")  # and PRINTED's, each before '='
+_BANNER_WORDS = "Simulator Version"  # anywhere in a line
+
+
+def _branches(words: dict[str, str]) -> str:
+    """A regex for any of `words`, each followed by its own regex, factored by shared beginnings so that the
+    engine tries few branches a line."""
+    trie: dict = {}
+    for word, then in words.items():
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = then
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if "" in node:
+            branches.append(node[""])
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return emit(trie)
+
+
+@functools.cache
+def _wanted(keys: frozenset[str], options: bool) -> re.Pattern:
+    words = {**{key: r"[^\S\n]*+=" for key in keys}, **_STARTS, **(_OPTION if options else {})}
+    return re.compile(r"\n[^\S\n]*+" + _branches(words))
+
+
+class _Reader:
+    """The parser's state over one log: `line` reads one line, `finish` makes the record."""
+
+    def __init__(self, every_line: bool = True) -> None:
+        self.every_line = every_line  # each line is looked at for failure hints as it is read (else: see hints)
+        self.log = SimLog()
+        self.resources: dict[str, dict] = {}  # kernel name -> regs/lmem/smem/cmem from the PTX info
+        self.pending: dict[str, object] = {}  # grid, block and CTA limit of the launch about to print stats
+        self.current: KernelRecord | None = None
+        self.failures: list[str] = []
+        self.newer_cudart: str | None = None
+        self.saw_any = False
+        self.last_pushed, self.pushed_since_block = "", False
+        self.banners: list[int] = []  # lines where another simulator process's banner stands
+        self.sampled = 0  # samples before this index belong to a kernel whose stats block was read
+        self.user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
+        self.matched: set[str] = set()
+        self._at: tuple[str, int] | None = None  # the block and where in it the line being read begins
+        self._counted = (0, 0)  # a place in that block, and the log's lines before it
+
+    def read_blocks(self, blocks: Iterable[str]) -> None:
+        """Read blocks of text that each end with a line. Only the lines `line` acts on are handed to it, found
+        by one regex over the block (what a line begins with) and a plain search (the banner); every line is
+        counted. With user stats (a regex of their own) every line is read."""
+        keys = frozenset(PRINTED) | frozenset(_KEYS)
+        for block in blocks:
+            if not self.saw_any and not block.isspace():
+                self.saw_any = True
+            if self.user:
+                for raw in block.split("\n")[:-1]:
+                    self.log.lines += 1
+                    self.line(raw)
+                continue
+            wanted = _wanted(keys, options=not self.log.kernels)
+            starts, values = [], {}  # where wanted lines begin; of 'key = value' lines, where the value does
+            for match in wanted.finditer("\n" + block):  # '\n' + block: a match begins where a line does
+                starts.append(match.start())
+                if block[match.end() - 2] == "=":
+                    values[match.start()] = match.end() - 1
+            at = block.find(_BANNER_WORDS)
+            if at >= 0:
+                while at >= 0:
+                    starts.append(block.rfind("\n", 0, at) + 1)
+                    at = block.find(_BANNER_WORDS, block.find("\n", at) + 1)
+                starts = sorted(set(starts))
+            self._counted = (0, self.log.lines)
+            for start in starts:
+                self._at = (block, start)
+                end = block.find("\n", start)
+                value = values.get(start)  # a stat line in a stats block: straight to _stat, as _state would
+                if value is None or self.current is None \
+                        or not self._stat(block[start:value - 1].strip(), block[value:end]):
+                    self.line(block[start:end])
+            self._at = None
+            self.log.lines += block.count("\n")
+
+    def number(self) -> int:
+        """The line being read's number: counted only when a note needs it."""
+        if self._at is None:
+            return self.log.lines
+        block, start = self._at
+        counted, lines = self._counted  # lines before `counted` in the block: each line is counted once
+        self._counted = (start, lines + block.count("\n", counted, start))
+        return self._counted[1] + 1
+
+    def line(self, raw: str) -> None:
         line = raw.strip()
-        if not line:
-            continue
-        saw_any = True
-        if user and current is not None:
-            for name, pattern in user:
+        if line:
+            self.saw_any = True
+            self._state(line)
+            if self.every_line:
+                self.hints(line)
+
+    def hints(self, line: str) -> None:
+        """A line that says the program failed, or that it was built with a CUDA the simulator cannot run."""
+        if _may_fail(line) and _FAILURE_HINTS.search(line):
+            self.failures.append(line)
+        elif self.newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):
+            self.newer_cudart = match[1]
+
+    def _state(self, line: str) -> None:
+        """What one stripped line changes: options, the kernel record being read, samples, launches."""
+        log, current = self.log, self.current
+        if self.user and current is not None:
+            for name, pattern in self.user:
                 if found := pattern.search(line):
                     current.printed[name] = _value(found[1])
-                    matched.add(name)
+                    self.matched.add(name)
         if line[0] == "-" and not log.kernels:  # the option dump: -name value # meaning
             name, _, rest = line[1:].partition(" ")
             if name and rest.strip():
                 log.options[name] = rest.split("#", 1)[0].strip()
-            continue
+            return
         if line.startswith("total_dl1_"):  # the runtime L1 stat after a progress sample
             if log.samples:
                 key, _, rest = line.partition("=")
@@ -331,7 +502,7 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                     log.samples[-1].l1d_accesses = _value(rest)
                 elif key == "total_dl1_misses":
                     log.samples[-1].l1d_misses = _value(rest)
-            continue
+            return
         if current is not None and line.startswith("Stall:"):  # the 'Warp Occupancy Distribution' line
             slots = dict(part.split(":", 1) for part in line.split() if ":" in part)
             lanes = [_value(slots.get(f"W{n}", "nan")) for n in range(1, 33)]
@@ -339,52 +510,27 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
                 current.printed[f"issue_slots[{key}]"] = _value(slots.get(key, "nan"))
             current.printed["issue_slots[issued]"] = sum(lanes)
             current.printed["issue_slots[issued_partial]"] = sum(lanes[:31])
-            continue
+            return
         if current is not None and "=" in line and not line.startswith(("GPGPU-Sim", "simflow:")):
             key, _, rest = line.partition("=")
             key = key.strip()
-            if key == "gpgpu_simulation_rate":
-                key = "gpgpu_simulation_rate_insn" if "inst/sec" in rest else "gpgpu_simulation_rate_cycle"
-            elif key == "gpgpu_simulation_time":
-                paren = re.search(r"\((\d+) sec\)", rest)
-                current.printed[key] = float(paren[1]) if paren else _value(rest)
-                continue
-            name = PRINTED.get(key)
-            if name is None and key.startswith(_FAIL_FAMILY):
-                name = key
-            if name is not None:
-                if key == FORK_MARKER:
-                    log.flavour = FORK
-                elif not log.flavour and key == "gpgpu_n_cache_bkconflict":
-                    log.flavour = UPSTREAM
-                current.printed[name] = _value(rest)
-                if _out_of_range(rest):
-                    log.notes.append(f"line {log.lines}: {key} = {rest.strip()[:40]} is out of range; read as missing")
-                continue
-            if key == "kernel_launch_uid":
-                uid = _value(rest)  # empty in the block printed again when a limit stops the run
-                if not math.isnan(uid) and 0 <= uid < 2**63:
-                    current.launch_uid = int(uid)
-                elif rest.strip():
-                    log.notes.append(f"line {log.lines}: kernel_launch_uid = {rest.strip()[:40]} is no launch "
-                                     "number; kept the launch's position")
-                continue
-            if key != "kernel_name" and "ssert" not in line:
-                continue  # the bulk of a block: per-core, per-bank and DRAM lines simflow does not keep
+            if self._stat(key, rest) or (key != "kernel_name" and "ssert" not in line):
+                return  # a kept stat, or the bulk of a block: per-core, per-bank and DRAM lines simflow does not keep
         if line.startswith("kernel_name"):
             name = line.partition("=")[2].strip()
-            if not name and log.kernels and not pushed_since_block:
-                current = log.kernels[-1]  # a limit stop prints the last kernel's block again, unnamed
-                continue
-            current = KernelRecord(launch_uid=len(log.kernels) + 1, kernel=name or last_pushed or "(unnamed)")
-            for sample in log.samples[sampled:]:
+            if not name and log.kernels and not self.pushed_since_block:
+                self.current = log.kernels[-1]  # a limit stop prints the last kernel's block again, unnamed
+                return
+            current = self.current = KernelRecord(launch_uid=len(log.kernels) + 1,
+                                                  kernel=name or self.last_pushed or "(unnamed)")
+            for sample in log.samples[self.sampled:]:
                 sample.kernel, sample.launch = current.kernel, len(log.kernels) + 1
-            sampled = len(log.samples)
-            current.resources = {**resources.get(current.kernel, {}), **pending}
-            pending = {}
-            pushed_since_block = False
+            self.sampled = len(log.samples)
+            current.resources = {**self.resources.get(current.kernel, {}), **self.pending}
+            self.pending = {}
+            self.pushed_since_block = False
             log.kernels.append(current)
-            continue
+            return
         if line.startswith("GPGPU-Sim"):
             if "LIVENESS - uArch: inst" in line:
                 if match := _SAMPLE.match(line):
@@ -394,36 +540,66 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
             elif LIMIT_LINE in line:
                 log.stopped_at_limit = True
             elif match := _PTX_KERNEL.search(line):
-                resources[match[1]] = {"regs": int(match[2]), "lmem": int(match[3]), "smem": int(match[4]),
-                                       "cmem": int(match[5])}
+                self.resources[match[1]] = {"regs": int(match[2]), "lmem": int(match[3]), "smem": int(match[4]),
+                                            "cmem": int(match[5])}
             elif match := _PUSH.search(line):
-                last_pushed, pushed_since_block = match[1], True
-                pending["grid"] = f"{match[2]},{match[3]},{match[4]}"
-                pending["block"] = f"{match[5]},{match[6]},{match[7]}"
+                self.last_pushed, self.pushed_since_block = match[1], True
+                self.pending["grid"] = f"{match[2]},{match[3]},{match[4]}"
+                self.pending["block"] = f"{match[5]},{match[6]},{match[7]}"
             elif match := _CTA.search(line):
-                pending["cta_per_core"] = int(match[1])
-                pending["cta_limited_by"] = match[2].strip()
+                self.pending["cta_per_core"] = int(match[1])
+                self.pending["cta_limited_by"] = match[2].strip()
         elif "Simulator Version" in line and (match := _BANNER.search(line)):
             if log.build:  # a second process's output: its counters start again from 0
-                banners.append(log.lines)
+                self.banners.append(self.number())
             else:
                 log.simulator_version, log.build = match[1], match[2]
         elif line.startswith("simflow:"):
             log.program_lines.append(line)
             if match := _LAUNCH.match(line):
-                pending["dynamic_smem"] = int(match[2])
-        if _may_fail(line) and _FAILURE_HINTS.search(line):
-            failures.append(line)
-        elif newer_cudart is None and "libcudart.so." in line and (match := _NEWER_CUDART.search(line)):
-            newer_cudart = match[1]
-    for sample in log.samples[sampled:]:  # the kernel running when the log ends
-        sample.kernel = last_pushed if pushed_since_block else "(after the last kernel)"
-    for stat in USER_STATS.values():
-        if stat.name not in matched and log.kernels:
-            log.notes.append(f"user stat {stat.name} ({stat.source}): its regex {stat.regex!r} never matched "
-                             "in this log's stats blocks")
-    _finish(log, failures, newer_cudart, saw_any, banners)
-    return log
+                self.pending["dynamic_smem"] = int(match[2])
+
+    def _stat(self, key: str, rest: str) -> bool:
+        """A 'key = value' line of the current kernel's stats block: True where simflow keeps the key."""
+        log, current = self.log, self.current
+        if key == "gpgpu_simulation_rate":
+            key = "gpgpu_simulation_rate_insn" if "inst/sec" in rest else "gpgpu_simulation_rate_cycle"
+        elif key == "gpgpu_simulation_time":
+            paren = re.search(r"\((\d+) sec\)", rest)
+            current.printed[key] = float(paren[1]) if paren else _value(rest)
+            return True
+        name = PRINTED.get(key)
+        if name is None and key.startswith(_FAIL_FAMILY):
+            name = key
+        if name is not None:
+            if key == FORK_MARKER:
+                log.flavour = FORK
+            elif not log.flavour and key == "gpgpu_n_cache_bkconflict":
+                log.flavour = UPSTREAM
+            current.printed[name] = value = _value(rest)
+            if math.isnan(value) and _out_of_range(rest):
+                log.notes.append(f"line {self.number()}: {key} = {rest.strip()[:40]} is out of range; read as missing")
+            return True
+        if key == "kernel_launch_uid":
+            uid = _value(rest)  # empty in the block printed again when a limit stops the run
+            if not math.isnan(uid) and 0 <= uid < 2**63:
+                current.launch_uid = int(uid)
+            elif rest.strip():
+                log.notes.append(f"line {self.number()}: kernel_launch_uid = {rest.strip()[:40]} is no launch "
+                                 "number; kept the launch's position")
+            return True
+        return False
+
+    def finish(self) -> SimLog:
+        log = self.log
+        for sample in log.samples[self.sampled:]:  # the kernel running when the log ends
+            sample.kernel = self.last_pushed if self.pushed_since_block else "(after the last kernel)"
+        for stat in USER_STATS.values():
+            if stat.name not in self.matched and log.kernels:
+                log.notes.append(f"user stat {stat.name} ({stat.source}): its regex {stat.regex!r} never matched "
+                                 "in this log's stats blocks")
+        _finish(log, self.failures, self.newer_cudart, self.saw_any, self.banners)
+        return log
 
 
 # Counters every build accumulates over the process: one going down means another process's output.
@@ -468,7 +644,7 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 log.samples.append(Sample(int(cycle), int(insn), 0, 0, kernel=record.kernel, launch=position))
         log.samples.sort(key=lambda sample: sample.cycle)
     previous = {}
-    for record in log.kernels:
+    for index, record in enumerate(log.kernels):
         for name, value in record.printed.items():
             kind = kinds[name]
             if kind == "cumulative" and not mixed:
@@ -479,6 +655,8 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
             if num in record.metrics and den in record.metrics:
                 den_value = record.metrics[den]
                 record.metrics[ratio] = record.metrics[num] / den_value if den_value else math.nan
+        if index:  # its block is in its metrics now: memory holds one printed block, the last one (run_facts)
+            log.kernels[index - 1].printed = {}
         previous = record.printed
         record.complete = True
     if not mixed:
