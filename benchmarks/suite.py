@@ -34,38 +34,11 @@ from simflow.errors import UserError  # noqa: E402
 from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
-from simflow.run.tune import best_config  # noqa: E402
+from simflow.run.tune import STARTS, best_config  # noqa: E402
 
 UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
 
-CONFIGS = {  # precision -> (variant, params); cuDNN runs in the same precision. The same list for every layer:
-    # each configuration won a ResNet-50 layer on the H200 against the others here, or came within 3 % of the
-    # winner (fp32: 2026-11-22, after the vector-store fix; TF32 and fp16: 2026-11-23, results/
-    # suite_resnet50_{stores,split,half,nhwc-half}_every_h200_2026-11-22.csv, suite_resnet50_tile64_every_h200_*)
-    "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
-                ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
-                ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
-                ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
-                ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
-    "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
-             ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
-             ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
-             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
-             ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6})],  # added 2026-11-24
-    "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
-                # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
-                ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "stages": 4}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "stages": 4}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 2}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 4}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16"}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
-                ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6})],  # Hopper's wgmma: added 2026-11-24
-}
+CONFIGS = STARTS  # precision -> (variant, params): what every tune tries first; cuDNN runs in the same precision
 
 
 def _configs(tuned: str | None, problem, precision: str, configs: list) -> list:

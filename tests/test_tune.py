@@ -152,3 +152,45 @@ def test_tune_on_the_gpu_ends_cleanly(tmp_path):
                    "--results", str(tmp_path))
     assert proc.returncode == 0 and "PyCUDA ERROR" not in proc.stderr, proc.stderr
     assert "3 of 18 configurations tried" in proc.stdout and "best: global" in proc.stdout
+
+
+def test_a_tune_starts_from_what_won_known_layers_and_tries_every_variant_once_first():
+    """starts(): STARTS's configurations for the precision and every variant's defaults, each once, within the
+    space; every variant comes before any second configuration of one, so FFT is tried on a short budget."""
+    from simflow.run.tune import STARTS, starts
+
+    for precision in ("float32", "tf32", "float16"):
+        variants = tunable_variants("gpu", precision)
+        grid = space(variants, PROBLEM, precision)
+        first = starts(variants, grid, precision)
+        keys = [(v, json.dumps(p, sort_keys=True)) for v, p in first]
+        assert len(set(keys)) == len(keys) and set(keys) <= {(v, json.dumps(p, sort_keys=True)) for v, p in grid}
+        assert [v for v, _ in first[: len(variants)]] == list(dict.fromkeys(v for v, _ in first))
+        assert sorted(v for v, _ in first[: len(variants)]) == sorted(variants)
+        assert first[0][0] == STARTS[precision][0][0]
+    assert "fft" in [v for v, _ in starts(["implicit_gemm_async", "fft"], space(["implicit_gemm_async", "fft"],
+                                                                                  PROBLEM, "float32"), "float32")[:2]]
+
+
+def test_optuna_asks_for_the_starts_before_its_own_choices(tmp_path, monkeypatch):
+    """With a stand-in for the simulator run (the search order is what is tested), the first trials of a TPE tune
+    are starts() in order, then the optimiser's."""
+    from simflow.backends.gpgpusim import GpgpusimBackend
+    from simflow.results.record import RunResult
+    from simflow.run import tune as tune_module
+
+    def fake_run(job, results):
+        kernel = job.kernel()
+        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
+                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
+        run.add("gpu_sim_cycle", 1000.0 + len(kernel.source), "cycles")
+        return run
+
+    monkeypatch.setattr(tune_module, "run_job", fake_run)
+    variants = ["global", "shared", "implicit_gemm", "implicit_gemm_async"]
+    first = tune_module.starts(variants, space(variants, PROBLEM, "float32"), "float32")
+    result = tune_module.tune(PROBLEM, variants, backend="gpgpusim", config=GpgpusimBackend.default_config,
+                              strategy="tpe", budget_runs=len(first) + 3, results=tmp_path)
+    tried = [(t.variant, t.params) for t in result.trials]
+    assert tried[: len(first)] == first and len(tried) == len(first) + 3

@@ -34,6 +34,38 @@ from .jobs import run_job
 STRATEGIES = ("tpe", "random", "exhaustive")
 TUNED_FILE = "tuned.json"
 
+# What every tune tries first (Optuna's strategies), before its optimiser chooses: these configurations, then each
+# variant's defaults. A layer never seen still starts from what won the known ones, so a short budget finds at least
+# that (and every variant, FFT and Winograd included, is tried once); the suite benchmark times this list.
+STARTS = {  # precision -> (variant, params), the rest of each variant's parameters at their defaults. Each
+    # configuration won a ResNet-50 layer on the H200 against the others here, or came within 3 % of the
+    # winner (fp32: 2026-11-22, after the vector-store fix; TF32 and fp16: 2026-11-23, benchmarks/results/
+    # suite_resnet50_{stores,split,half,nhwc-half}_every_h200_2026-11-22.csv, suite_resnet50_tile64_every_h200_*)
+    "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
+                ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
+                ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
+                ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
+                ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
+    "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
+             ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
+             ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
+             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
+             ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6})],  # added 2026-11-24
+    "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
+                # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
+                ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "stages": 4}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "stages": 4}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 2}),
+                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 4}),
+                ("mma_nchw", {"precision": "fp16", "io": "float16"}),
+                ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
+                ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
+                ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6})],  # Hopper's wgmma: added 2026-11-24
+}
+
 
 @dataclass
 class Trial:
@@ -120,7 +152,8 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
         timed = [n for n in backend_names() if backend_class(n).speed_metric]
         raise UserError(f"backend {backend} has no speed metric to tune on; use {' or '.join(timed)}")
     out = TuneResult(problem, backend, config, precision, strategy, metric, len(grid))
-    proposer = _Grid(grid) if strategy == "exhaustive" else _Optuna(grid, strategy, seed)
+    proposer = _Grid(grid) if strategy == "exhaustive" else _Optuna(grid, strategy, seed,
+                                                                    first=starts(variants, grid, precision))
     started = time.monotonic()
     seen: dict[tuple, Trial] = {}
     running: dict = {}  # future -> (key, variant, params, job, started)
@@ -188,6 +221,31 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     return out
 
 
+def starts(variants: list[str], grid: list[tuple[str, dict]], precision: str) -> list[tuple[str, dict]]:
+    """The configurations a tune tries first, each once, only what the space holds: every variant once (its first
+    STARTS entry for the precision, else its defaults, else its first configuration in the space), then the rest
+    of STARTS, then the defaults of variants that started from a STARTS entry. So a short budget tries every
+    method (FFT on a 5x5 layer) before it refines one."""
+    in_grid = {(v, json.dumps(p, sort_keys=True, default=str)): (v, p) for v, p in grid}
+
+    def full(variant: str, given: dict) -> tuple | None:
+        resolved = get_variant(variant).resolve(given)
+        tunable = {p.name: resolved[p.name] for p in get_variant(variant).params if not p.host}
+        key = (variant, json.dumps(tunable, sort_keys=True, default=str))
+        return key if key in in_grid else None
+
+    listed = [key for variant, given in STARTS.get(precision, []) if variant in variants
+              if (key := full(variant, given))]
+    defaults = {variant: full(variant, {}) or next(((v, json.dumps(p, sort_keys=True, default=str))
+                                                    for v, p in grid if v == variant), None) for variant in variants}
+    first = {}
+    for key in listed:
+        first.setdefault(key[0], key)
+    order = [*first.values(), *(key for variant, key in defaults.items() if variant not in first and key),
+             *listed, *(key for key in defaults.values() if key)]
+    return [in_grid[key] for key in dict.fromkeys(order)]
+
+
 class _Here:
     """Runs each configuration at once, in this thread (-j 1): a GPU backend's CUDA context belongs to the thread
     that made it, and must be popped by it before the process exits."""
@@ -225,12 +283,13 @@ class _Grid:
 
 class _Optuna:
     """Optuna's define-by-run search through ask and tell: the variant, then each of its parameters, among the
-    values the space allows. A configuration asked for again is answered from what was measured, without a run;
-    when the sampler keeps asking for known ones an unseen one is queued, so the budget is spent."""
+    values the space allows; `first` is asked for before the sampler chooses. A configuration asked for again is
+    answered from what was measured, without a run; when the sampler keeps asking for known ones an unseen one is
+    queued, so the budget is spent."""
 
     why_done = "the optimiser ran out of trials"
 
-    def __init__(self, grid: list[tuple[str, dict]], strategy: str, seed: int):
+    def __init__(self, grid: list[tuple[str, dict]], strategy: str, seed: int, first: list[tuple[str, dict]] = ()):
         try:
             import optuna
         except ImportError:
@@ -252,6 +311,8 @@ class _Optuna:
         self.asked: set[tuple] = set()
         self.repeats, self.left = 0, 10 * len(grid) + 50
         self.rng = random.Random(seed)
+        for variant, params in first:  # asked for before the sampler's own choices (see starts)
+            self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
 
     def ask(self):
         while self.left > 0:
