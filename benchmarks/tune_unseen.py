@@ -1,0 +1,78 @@
+"""The user's path on layers the fixed configurations were not chosen on: `simflow tune --all` within a time
+budget, once as it was (the optimiser's choices only) and once as it is (starts: what won known layers and each
+variant's defaults first), against cuDNN timed in the same process and precision.
+
+Each arm tunes into a fresh results folder, so neither reads the other's measurements. The ratio is the tuned
+time over cuDNN's (above 1: slower).
+
+    python benchmarks/tune_unseen.py [--time 40] [--csv FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from native import time_cudnn  # noqa: E402
+
+from simflow.kernels.problems import get_problem  # noqa: E402
+from simflow.run import tune as tune_module  # noqa: E402
+
+LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 layer
+    ("5x5 96->256 at 27 (AlexNet conv2)", "32,96,256,27,27,5,2,1", ("float32", "float16")),
+    ("11x11/4 3->96 at 227 (AlexNet conv1)", "32,3,96,227,227,11,0,4", ("float32",)),
+    ("3x3 3->64 at 224 (VGG conv1_1)", "16,3,64,224,224,3,1,1", ("float32",)),
+    ("1x1 512->256 at 28", "32,512,256,28,28,1,0,1", ("tf32", "float16")),
+]
+
+
+def tuned(problem, precision: str, seconds: float, with_starts: bool):
+    real = tune_module.starts
+    if not with_starts:
+        tune_module.starts = lambda *args: []
+    try:
+        with tempfile.TemporaryDirectory(prefix="simflow-tune-") as results:
+            return tune_module.tune(problem, tune_module.tunable_variants("gpu", precision), backend="gpu",
+                                    precision=precision, strategy="tpe", budget_s=seconds, results=Path(results))
+    finally:
+        tune_module.starts = real
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time", type=float, default=40.0, help="each tune's budget in seconds")
+    parser.add_argument("--csv")
+    args = parser.parse_args()
+    rows = []
+    for name, shape, precisions in LAYERS:
+        problem = get_problem("custom", shape=shape)
+        for precision in precisions:
+            cudnn = time_cudnn(problem, 20, precision)
+            row = {"layer": name, "shape": shape, "precision": precision, "cudnn_ms": cudnn}
+            for arm, with_starts in (("before", False), ("after", True)):
+                result = tuned(problem, precision, args.time, with_starts)
+                best = result.best
+                row |= {f"{arm}_ms": best.value if best else None, f"{arm}_config": f"{best.variant} {best.params}"
+                        if best else "none passed", f"{arm}_tried": len(result.trials),
+                        f"{arm}_variants": len({t.variant for t in result.trials})}
+            rows.append(row)
+            ratio = {arm: row[f"{arm}_ms"] / cudnn if row[f"{arm}_ms"] and cudnn else float("nan")
+                     for arm in ("before", "after")}
+            print(f"{name:38s} {precision:8s} cuDNN {cudnn:8.4f} ms | before {ratio['before']:5.2f}x "
+                  f"({row['before_tried']} tried, {row['before_variants']} variants) | after {ratio['after']:5.2f}x "
+                  f"({row['after_tried']} tried, {row['after_variants']} variants): {row['after_config']}", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
