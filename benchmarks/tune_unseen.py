@@ -5,7 +5,7 @@ variant's defaults first), against cuDNN timed in the same process and precision
 Each arm tunes into a fresh results folder, so neither reads the other's measurements. The ratio is the tuned
 time over cuDNN's (above 1: slower).
 
-    python benchmarks/tune_unseen.py [--time 40] [--csv FILE]
+    python benchmarks/tune_unseen.py [--time 40] [--pick 0:float32,3:float16] [--csv FILE]
 """
 
 from __future__ import annotations
@@ -46,12 +46,16 @@ def tuned(problem, precision: str, seconds: float, with_starts: bool):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time", type=float, default=40.0, help="each tune's budget in seconds")
+    parser.add_argument("--pick", help="only these LAYERS index:precision pairs, comma-separated")
     parser.add_argument("--csv")
     args = parser.parse_args()
+    picked = {tuple(pair.split(":")) for pair in args.pick.split(",")} if args.pick else None
     rows = []
-    for name, shape, precisions in LAYERS:
+    for index, (name, shape, precisions) in enumerate(LAYERS):
         problem = get_problem("custom", shape=shape)
         for precision in precisions:
+            if picked is not None and (str(index), precision) not in picked:
+                continue
             cudnn = time_cudnn(problem, 20, precision)
             row = {"layer": name, "shape": shape, "precision": precision, "cudnn_ms": cudnn}
             for arm, with_starts in (("before", False), ("after", True)):

@@ -194,3 +194,37 @@ def test_optuna_asks_for_the_starts_before_its_own_choices(tmp_path, monkeypatch
                               strategy="tpe", budget_runs=len(first) + 3, results=tmp_path)
     tried = [(t.variant, t.params) for t in result.trials]
     assert tried[: len(first)] == first and len(tried) == len(first) + 3
+
+
+def test_a_serial_backend_has_the_known_next_configurations_built_ahead(tmp_path, monkeypatch):
+    """On the GPU (one trial at a time) the starts are built together before their trials, so the trials only
+    load them; a stand-in for the backend records what it was asked to build and when (no GPU here)."""
+    from simflow.backends.gpu import GpuBackend
+    from simflow.results.record import RunResult
+    from simflow.run import tune as tune_module
+
+    events = []
+
+    class Builder:
+        def precompile(self, kernels, processes=None):
+            events.append(("built", sorted((k.variant, json.dumps(k.params, sort_keys=True)) for k in kernels)))
+            return len(kernels)
+
+    def fake_run(job, results):
+        kernel = job.kernel()
+        events.append(("ran", (job.variant, json.dumps(kernel.params, sort_keys=True))))
+        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
+                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
+        run.add("time_ms", 1.0 + len(kernel.source) / 1e5, "ms")
+        return run
+
+    monkeypatch.setattr(GpuBackend, "instance", classmethod(lambda cls: Builder()))
+    monkeypatch.setattr(tune_module, "run_job", fake_run)
+    variants = ["global", "shared", "implicit_gemm"]
+    first = tune_module.starts(variants, space(variants, PROBLEM, "float32"), "float32")
+    tune_module.tune(PROBLEM, variants, backend="gpu", strategy="tpe", budget_runs=len(first) + 2, results=tmp_path)
+    assert events[0][0] == "built" and len(events[0][1]) == len(first)  # every start, in one build, first
+    assert [e[0] for e in events[1: len(first) + 1]] == ["ran"] * len(first)
+    assert {e[1] for e in events[1: len(first) + 1]} <= set(events[0][1])
+    assert sum(e[0] == "built" for e in events) == 1  # the optimiser's own choices are not known ahead

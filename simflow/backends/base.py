@@ -103,6 +103,11 @@ class Backend(ABC):
             _INSTANCES[cls] = cls()
         return _INSTANCES[cls]
 
+    def precompile(self, kernels: list[Kernel], processes: int | None = None) -> int:
+        """Build these kernels ahead, several at once, where a backend can (its runs then only load them); returns
+        how many it built. By default nothing: the run builds its own."""
+        return 0
+
     @abstractmethod
     def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
         """Compile, run, check and measure the job, its files in `folder` (a new run folder); the record carries the

@@ -160,6 +160,23 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     waiting: dict[tuple, list] = {}  # key in flight -> the proposals that asked for it
     durations: list[float] = []
 
+    # A backend that times one configuration at a time (the GPU) has the known next ones built ahead, AHEAD at
+    # once on every core: nvcc is most of a GPU trial's time, and the trials then only load what was built.
+    ahead = backend_class(backend).instance() if backend_class(backend).serial else None
+    built: set[tuple] = set()
+
+    def build_ahead() -> None:
+        todo = [(v, p) for v, p in proposer.upcoming(AHEAD) if _key(v, p) not in built]
+        kernels = []
+        for variant, params in todo:
+            built.add(_key(variant, params))
+            try:
+                kernels.append(Job.make(variant, params, problem, backend, config=config or "", seed=seed).kernel())
+            except UserError:
+                pass  # refused: the trial says why, without a build
+        if kernels:
+            ahead.precompile(kernels)
+
     def over_budget() -> str:
         if budget_runs is not None and len(out.trials) + len(running) >= budget_runs:
             return f"tried {budget_runs} configurations (--runs)"
@@ -186,12 +203,14 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     with Store(results) as store, (ThreadPoolExecutor(max_workers=workers) if workers > 1 else _Here()) as pool:
         while True:
             while len(running) < workers and not (stop := over_budget()):
+                if ahead is not None:
+                    build_ahead()
                 proposal = proposer.ask()
                 if proposal is None:
                     stop = proposer.why_done
                     break
                 variant, params, token = proposal
-                key = (variant, json.dumps(params, sort_keys=True, default=str))
+                key = _key(variant, params)
                 if key in seen:
                     proposer.tell(token, seen[key].value, known=True)
                     continue
@@ -219,6 +238,13 @@ def tune(problem: Problem, variants: list[str], *, backend: str = "gpu", config:
     if out.best is not None:
         record_best(results, out)
     return out
+
+
+AHEAD = 32  # configurations a serial backend builds at once, ahead of their trials
+
+
+def _key(variant: str, params: dict) -> tuple[str, str]:
+    return variant, json.dumps(params, sort_keys=True, default=str)
 
 
 def starts(variants: list[str], grid: list[tuple[str, dict]], precision: str) -> list[tuple[str, dict]]:
@@ -271,11 +297,18 @@ class _Grid:
     why_done = "every configuration of the space was tried"
 
     def __init__(self, grid: list[tuple[str, dict]]):
-        self.todo = iter(grid)
+        self.grid, self.next = grid, 0
 
     def ask(self):
-        variant, params = next(self.todo, (None, None))
-        return None if variant is None else (variant, params, None)
+        if self.next >= len(self.grid):
+            return None
+        variant, params = self.grid[self.next]
+        self.next += 1
+        return variant, params, None
+
+    def upcoming(self, n: int) -> list[tuple[str, dict]]:
+        """The next n configurations it will ask for."""
+        return self.grid[self.next: self.next + n]
 
     def tell(self, token, value: float, known: bool = False) -> None:
         pass
@@ -313,6 +346,7 @@ class _Optuna:
         self.rng = random.Random(seed)
         for variant, params in first:  # asked for before the sampler's own choices (see starts)
             self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
+        self.queued = [(v, p) for v, p in first if _key(v, p) in self.in_grid]
 
     def ask(self):
         while self.left > 0:
@@ -326,8 +360,13 @@ class _Optuna:
                 self.study.tell(trial, math.inf)
                 continue
             self.asked.add(key)
+            self.queued = [(v, p) for v, p in self.queued if _key(v, p) != key]
             return variant, params, trial
         return None
+
+    def upcoming(self, n: int) -> list[tuple[str, dict]]:
+        """Of what it will ask for next, what is known: the queued starts (the sampler's choices are not)."""
+        return self.queued[:n]
 
     def tell(self, trial, value: float, known: bool = False) -> None:
         self.study.tell(trial, value if math.isfinite(value) else math.inf)
