@@ -13,6 +13,19 @@ from simflow.run.tune import Trial, TuneResult, _Optuna, best_config, record_bes
 PROBLEM = get_problem("batch3x3")
 
 
+def stand_in_run(job, metric: str, unit: str):
+    """A passed record for a job without running it: its value grows with the source's length (test data, not a
+    measurement), so the search loop around runs can be tested."""
+    from simflow.results.record import RunResult
+
+    kernel = job.kernel()
+    run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
+                    problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
+                    run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
+    run.add(metric, 1000.0 + len(kernel.source), unit)
+    return run
+
+
 def test_the_space_is_every_kernel_parameter_combination_in_one_precision():
     grid = space(["implicit_gemm"], PROBLEM, "float32")
     assert len(grid) == 4 and all(p["precision"] == "fp32" for _, p in grid)  # tile x bk
@@ -46,7 +59,6 @@ def test_tune_runs_j_configurations_at_once_within_the_budget(tmp_path, monkeypa
     import time
 
     from simflow.backends.gpgpusim import GpgpusimBackend
-    from simflow.results.record import RunResult
     from simflow.run import tune as tune_module
 
     flight, most, lock = [0], [0], threading.Lock()
@@ -58,12 +70,7 @@ def test_tune_runs_j_configurations_at_once_within_the_budget(tmp_path, monkeypa
         time.sleep(0.2)
         with lock:
             flight[0] -= 1
-        kernel = job.kernel()
-        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
-                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
-        run.add("gpu_sim_cycle", 1000.0 + len(kernel.source), "cycles")
-        return run
+        return stand_in_run(job, "gpu_sim_cycle", "cycles")
 
     monkeypatch.setattr(tune_module, "run_job", fake_run)
     heard = []
@@ -176,16 +183,10 @@ def test_optuna_asks_for_the_starts_before_its_own_choices(tmp_path, monkeypatch
     """With a stand-in for the simulator run (the search order is what is tested), the first trials of a TPE tune
     are starts() in order, then the optimiser's."""
     from simflow.backends.gpgpusim import GpgpusimBackend
-    from simflow.results.record import RunResult
     from simflow.run import tune as tune_module
 
     def fake_run(job, results):
-        kernel = job.kernel()
-        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
-                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
-        run.add("gpu_sim_cycle", 1000.0 + len(kernel.source), "cycles")
-        return run
+        return stand_in_run(job, "gpu_sim_cycle", "cycles")
 
     monkeypatch.setattr(tune_module, "run_job", fake_run)
     variants = ["global", "shared", "implicit_gemm", "implicit_gemm_async"]
@@ -200,7 +201,6 @@ def test_a_serial_backend_has_the_known_next_configurations_built_ahead(tmp_path
     """On the GPU (one trial at a time) the starts are built together before their trials, so the trials only
     load them; a stand-in for the backend records what it was asked to build and when (no GPU here)."""
     from simflow.backends.gpu import GpuBackend
-    from simflow.results.record import RunResult
     from simflow.run import tune as tune_module
 
     events = []
@@ -211,13 +211,8 @@ def test_a_serial_backend_has_the_known_next_configurations_built_ahead(tmp_path
             return len(kernels)
 
     def fake_run(job, results):
-        kernel = job.kernel()
-        events.append(("ran", (job.variant, json.dumps(kernel.params, sort_keys=True))))
-        run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                        problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
-                        run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
-        run.add("time_ms", 1.0 + len(kernel.source) / 1e5, "ms")
-        return run
+        events.append(("ran", (job.variant, json.dumps(job.kernel().params, sort_keys=True))))
+        return stand_in_run(job, "time_ms", "ms")
 
     monkeypatch.setattr(GpuBackend, "instance", classmethod(lambda cls: Builder()))
     monkeypatch.setattr(tune_module, "run_job", fake_run)
