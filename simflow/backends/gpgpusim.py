@@ -469,7 +469,8 @@ def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list
     except UserError:
         chosen = None
     looked = candidates()
-    lines = [("used: " if c.usable and c.path.resolve() == chosen else "") + c.describe() for c in looked]
+    used = next((c for c in looked if c.usable and c.path.resolve() == chosen), None)  # the first that names it
+    lines = [("used: " if c is used else "") + c.describe() for c in looked]
     found.append(Finding("GPGPU-Sim search", chosen is not None, "; ".join(lines),
                          "" if chosen is not None else SIMULATOR_HELP))
     builds = {c.path.resolve(): c for c in looked if c.usable}
