@@ -252,18 +252,17 @@ def starts(variants: list[str], grid: list[tuple[str, dict]], precision: str) ->
     STARTS entry for the precision, else its defaults, else its first configuration in the space), then the rest
     of STARTS, then the defaults of variants that started from a STARTS entry. So a short budget tries every
     method (FFT on a 5x5 layer) before it refines one."""
-    in_grid = {(v, json.dumps(p, sort_keys=True, default=str)): (v, p) for v, p in grid}
+    in_grid = {_key(v, p): (v, p) for v, p in grid}
 
     def full(variant: str, given: dict) -> tuple | None:
         resolved = get_variant(variant).resolve(given)
-        tunable = {p.name: resolved[p.name] for p in get_variant(variant).params if not p.host}
-        key = (variant, json.dumps(tunable, sort_keys=True, default=str))
+        key = _key(variant, {p.name: resolved[p.name] for p in get_variant(variant).params if not p.host})
         return key if key in in_grid else None
 
     listed = [key for variant, given in STARTS.get(precision, []) if variant in variants
               if (key := full(variant, given))]
-    defaults = {variant: full(variant, {}) or next(((v, json.dumps(p, sort_keys=True, default=str))
-                                                    for v, p in grid if v == variant), None) for variant in variants}
+    defaults = {variant: full(variant, {}) or next((_key(v, p) for v, p in grid if v == variant), None)
+                for variant in variants}
     first = {}
     for key in listed:
         first.setdefault(key[0], key)
@@ -336,7 +335,7 @@ class _Optuna:
                 if value not in values:
                     values.append(value)
             self.allowed.setdefault(variant, {})
-        self.keys = [(v, json.dumps(p, sort_keys=True, default=str)) for v, p in grid]
+        self.keys = [_key(v, p) for v, p in grid]
         self.in_grid = set(self.keys)
         sampler = (optuna.samplers.TPESampler(seed=seed) if strategy == "tpe"
                    else optuna.samplers.RandomSampler(seed=seed))
@@ -355,7 +354,7 @@ class _Optuna:
             variant = trial.suggest_categorical("variant", list(self.allowed))
             params = {name: trial.suggest_categorical(f"{variant}.{name}", values)
                       for name, values in self.allowed[variant].items()}
-            key = (variant, json.dumps(params, sort_keys=True, default=str))
+            key = _key(variant, params)
             if key not in self.in_grid:  # a combination of allowed values that computes in another precision
                 self.study.tell(trial, math.inf)
                 continue
