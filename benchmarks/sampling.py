@@ -50,7 +50,7 @@ CASES = {
     "conv_relu_pool-multi": ("conv_relu_pool", {}, MULTI, (8,)),
     "im2col_gemm-first": ("im2col_gemm", {}, FIRST, (8,)),
     "implicit_gemm_async-multi": ("implicit_gemm_async", {}, MULTI, (8,)),
-    "winograd-multi": ("winograd", {}, MULTI, (8,)),
+    "winograd-multi": ("winograd", {}, MULTI, (8, 32)),
     "fft-first": ("fft", {}, FIRST, (8,)),
     "wmma-multi": ("wmma", {"fragments": "global"}, MULTI, (8,)),
 }

@@ -79,6 +79,26 @@ def test_the_reported_case_is_covered_by_bounds_that_tell_something():
     assert abs(est["sampled_occupancy"].value / REPORTED_TRUTH["sampled_occupancy"] - 1) < 0.05
 
 
+# wmma (fragments=global) on 114,8,16,12,12,3,1 under SM7_QV100_small (accel-sim fork, 2026-11-26): its GEMM
+# kernel, 14.2 images a wave, sampled at 14, 28 and 42 images: the second wave ran fast (8,200 cycles) and the
+# third slow (12,591), while the whole batch runs at about 10,500 a wave.
+GEMM = {14: (14893, 643776), 28: (23093, 1380288), 42: (35684, 2137184)}
+GEMM_TRUTH, GEMM_CPI = 89001, 0.011207746794584417
+
+
+def test_a_wave_that_ran_unevenly_weighs_half_where_the_steady_state_says_so():
+    """Measured before: the last two samples' slope gave +12.8 % under a 25 % bound. The largest sample's
+    steady state is nearer the slope across all three samples, so that one is used."""
+    points = [(b, {"k.gpu_sim_cycle": c, "k.gpu_sim_insn": i}) for b, (c, i) in GEMM.items()]
+    est = extrapolate(points, 114, {"k": 14.22}, {"k": GEMM_CPI})["k.gpu_sim_cycle"]
+    assert abs(est.value / GEMM_TRUTH - 1) < 0.01
+    assert abs(est.value - GEMM_TRUTH) <= est.bound and est.relative_bound < 0.17
+    # without a steady state to tell, the last two samples' slope, bounded by the whole gap between the halves
+    est = extrapolate(points, 114, {"k": 14.22})["k.gpu_sim_cycle"]
+    assert est.value == pytest.approx(35684 + 12591 / 14 * 72)
+    assert abs(est.value - GEMM_TRUTH) <= est.bound
+
+
 def test_samples_must_be_three_increasing_batches_under_the_real_one():
     with pytest.raises(ValueError, match="three sampled batches"):
         extrapolate([(4, _metrics(4)), (8, _metrics(8))], 100, 4)

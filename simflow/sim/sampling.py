@@ -14,18 +14,21 @@ the layer behaves once the SMs are full:
    of a wave, but a handful of blocks just past a whole wave run alone at low occupancy and cost most of a
    wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
    6 and 19 images);
-3. a count that adds up over blocks (cycles, instructions, cache accesses and misses, DRAM traffic, issue
-   slots ...) is extrapolated to the real batch B along the slope of the last two samples,
-   v(B) = v(b3) + s23 (B - b3), and bounded by how far that rate may be off, carried over the B - b3 images
-   past the samples: for cycles, the gap between s23 and the largest sample's steady state (its progress
-   samples between its first wave and its last, steady_cpi) or, without one, the first two samples' slope,
-   at least RATE_FLOOR of the rate, plus TAIL_WAVES of a wave (B's last wave); for misses and DRAM traffic
-   the slopes' gap, at least MISS_FLOOR or L2_FLOOR of the rate (a real batch's data outgrows the caches the
-   samples' fits in); a count exact in every sample (instructions) has no bound. Rates are recomputed
-   from the estimated counts (IPC, miss rates); rates the simulator averages over cycles (occupancy) are
-   extrapolated as value x cycles, over the estimated cycles; other values (latencies, port use) are the
-   largest sample's, bounded by how much they moved between the last two samples. benchmarks/sampling.py
-   measures every bound against whole simulation.
+3. a count that adds up over blocks is extrapolated to the real batch B along a slope s:
+   v(B) = v(b3) + s (B - b3). s is the last two samples' slope, s23, free of a first sample cut to part
+   of a wave; for the work (cycles, instructions) of a kernel whose largest sample's steady state (its
+   progress samples between its first wave and its last, steady_cpi) is nearer the slope across all
+   three, s13, it is s13: its samples ran a wave unevenly, which weighs half over two waves. Each is
+   bounded by how far that rate may be off, carried over the B - b3 images past the samples: for cycles,
+   the gap between s and the steady state (no less than half the gap between s12 and s23 for s13), or
+   without one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus
+   TAIL_WAVES of a wave (B's last wave); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR
+   or L2_FLOOR of the rate (a real batch's data outgrows the caches the samples' fits in); a count exact
+   in every sample (instructions) has no bound. Rates are recomputed from the estimated counts (IPC, miss
+   rates); rates the simulator averages over cycles (occupancy) are extrapolated as value x cycles, over
+   the estimated cycles; other values (latencies, port use) are the largest sample's, bounded by how much
+   they moved between the last two samples. benchmarks/sampling.py measures every bound against whole
+   simulation.
 
 What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
 al., 2023) sample within a kernel at thread-block granularity and extrapolate from a steady-state
@@ -54,7 +57,7 @@ from ..results.record import RunResult
 from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 6  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 8  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
@@ -206,6 +209,39 @@ def steady_cpi(intervals: list[dict], kernel: str, waves: float) -> float | None
     return (end[0] - start[0]) / (end[1] - start[1])
 
 
+def _steady_rate(points: list[tuple[int, dict[str, float]]], first: int, kernel: str,
+                 steady: dict[str, float] | None) -> float | None:
+    """A kernel's cycles per image in the largest sample's steady state: its cycles per instruction times
+    the instructions an image adds over the samples from `first` on. None without a steady state."""
+    cpi = (steady or {}).get(kernel)
+    insn = f"{kernel}.gpu_sim_insn" if f"{kernel}.gpu_sim_insn" in points[-1][1] else "gpu_sim_insn"
+    if not cpi or any(insn not in m for _, m in points):
+        return None
+    (bf, mf), (b3, m3) = points[first], points[-1]
+    return cpi * (m3[insn] - mf[insn]) / (b3 - bf)
+
+
+def _work_spans(points: list[tuple[int, dict[str, float]]], steady: dict[str, float]) -> dict[str, int]:
+    """Per kernel with a steady state, the first sample of the span its work (cycles, instructions) grows
+    along: the last two samples (1), or all three (0) where the steady state is nearer that slope. The
+    last two are free of a first sample cut to part of a wave; all three weigh a wave that ran unevenly
+    (out of step with the next, or with a cache state of its own) half as much. The steady state, read
+    inside the largest sample, tells which of the two the samples show."""
+    spans = {}
+    for kernel in steady:
+        cycles = f"{kernel}.gpu_sim_cycle" if f"{kernel}.gpu_sim_cycle" in points[-1][1] else "gpu_sim_cycle"
+        if any(cycles not in m for _, m in points):
+            continue
+        (b3, m3) = points[-1]
+        gaps = []
+        for first in (1, 0):
+            rate = _steady_rate(points, first, kernel, steady)
+            bf, mf = points[first]
+            gaps.append(math.inf if rate is None else abs((m3[cycles] - mf[cycles]) / (b3 - bf) - rate))
+        spans[kernel] = 0 if gaps[1] < gaps[0] else 1
+    return spans
+
+
 def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 wave_images: float | dict[str, float], steady: dict[str, float] | None = None,
                 ctas: Callable[[int], dict[str, int]] | None = None) -> dict[str, Estimate]:
@@ -229,6 +265,7 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
     def wave_of(name: str) -> float:
         return wave_images.get(kernel_of(name), 0.0) if isinstance(wave_images, dict) else wave_images
 
+    spans = _work_spans(points, steady or {})
     for name, v3 in m3.items():
         if name not in m1 or name not in m2 or any(isinstance(m[name], str) or math.isnan(m[name])
                                                    for m in (m1, m2, m3)):
@@ -241,22 +278,25 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
         elif _is_count(name):
             s12 = (m2[name] - m1[name]) / (b2 - b1)
             s23 = (v3 - m2[name]) / (b3 - b2)
+            first = spans.get(kernel_of(name), 1) if base in _PER_KERNEL_COUNTS else 1
+            bf, mf = points[first]
+            slope = (v3 - mf[name]) / (b3 - bf)
             bound = abs(s23 - s12) * (batch - b3)
             if base == "gpu_sim_cycle":
-                cpi = (steady or {}).get(kernel_of(name))
-                insn = name[: -len(base)] + "gpu_sim_insn"
-                # a second measure of the rate: the largest sample's steady state where it has one, free of the
-                # first wave's fill and of a first sample rounded down to part of a wave; else the first slope
-                gap = abs(s23 - cpi * (m3[insn] - m2[insn]) / (b3 - b2)) if cpi and insn in m3 else abs(s23 - s12)
-                rate = max(gap, RATE_FLOOR * abs(s23))
-                bound = rate * (batch - b3) + TAIL_WAVES * abs(s23) * wave_of(name)
+                # how far the rate may be off: from the largest sample's steady state where it has one (and no
+                # less than half the halves' gap, which an uneven wave splits between them), else the halves' gap
+                rate = _steady_rate(points, first, kernel_of(name), steady)
+                gap = abs(s23 - s12) if rate is None else abs(slope - rate)
+                if first == 0:
+                    gap = max(gap, abs(s23 - s12) / 2)
+                bound = max(gap, RATE_FLOOR * abs(slope)) * (batch - b3) + TAIL_WAVES * abs(slope) * wave_of(name)
             elif floor := _footprint_floor(base):
-                bound = max(abs(s23 - s12), floor * abs(s23)) * (batch - b3)
+                bound = max(abs(s23 - s12), floor * abs(slope)) * (batch - b3)
             if ctas is not None:
-                c2, c3, cb = (_ctas_of(ctas(b), kernel_of(name)) for b in (b2, b3, batch))
-                if c3 > c2:  # the same count grown along the CTAs: where a tile spans images, it differs
-                    bound += abs((v3 - m2[name]) / (c3 - c2) * (cb - c3) - s23 * (batch - b3))
-            out[name] = Estimate(max(v3 + s23 * (batch - b3), 0.0), bound)  # a count is never negative
+                cf, c3, cb = (_ctas_of(ctas(b), kernel_of(name)) for b in (bf, b3, batch))
+                if c3 > cf:  # the same count grown along the CTAs: where a tile spans images, it differs
+                    bound += abs((v3 - mf[name]) / (c3 - cf) * (cb - c3) - slope * (batch - b3))
+            out[name] = Estimate(max(v3 + slope * (batch - b3), 0.0), bound)  # a count is never negative
         else:  # steady state: the largest sample's, bounded by its last move
             out[name] = Estimate(v3, abs(v3 - m2[name]))
     # A run of several kernels: its total cycles are its kernels', each estimated on its own.
