@@ -252,32 +252,47 @@ def _inject(kind: str, y, ref, scale, tolerance, rng) -> None:
 
 @pytest.mark.parametrize("problem", FAULT_PROBLEMS, ids=[p.name for p in FAULT_PROBLEMS])
 def test_injected_faults_are_caught_by_the_gpu_reference(gpu, problem):
+    """The check judged on the GPU gives the host's verdict, figure for figure, on right outputs and on
+    injected faults in every precision, for fp32 and fp16 outputs and a pooled output."""
     import dataclasses
 
     import numpy as np
     import pycuda.driver as drv
 
-    from simflow.kernels.reference import TOLERANCE, make_inputs
+    from simflow.kernels.reference import TOLERANCE, judge, make_inputs, reference_and_scale
 
     x, w = make_inputs(problem, 3)
     device = {"x": drv.to_device(x), "w": drv.to_device(w)}
-    parts = list(gpu.reference_chunks(problem, "conv", device))
-    ref = np.concatenate([r for _, r, _ in parts]).reshape(problem.output_shape)
-    scale = np.concatenate([s for _, _, s in parts]).reshape(problem.output_shape)
-    right = ref.astype(np.float32)
     caught = 0
-    for precision, tolerance in TOLERANCE.items():
-        kernel = dataclasses.replace(VARIANTS["global"].render(problem), precision=precision)
-        job = Job.make("global", {}, problem, "gpu")
-        assert gpu._check(kernel, problem, device, right, job).passed
-        rng = np.random.default_rng(1)
-        for kind in ("zeroed element", "zeroed row", "NaN", "off-by-one shift"):
-            y = right.copy()
-            _inject(kind, y, ref, scale, tolerance, rng)
-            verdict = gpu._check(kernel, problem, device, y, job)
-            assert not verdict.passed and verdict.checked == y.size, (kind, precision, verdict.reason)
-            caught += 1
-    print(f"{problem.name}: {caught} of 12 injected faults caught over {right.size} outputs")
+    for variant, io in (("global", "float32"), ("global", "float16"), ("conv_relu_pool", "float32")):
+        if variant == "conv_relu_pool" and problem.C > 64:
+            continue  # its template's limit; the pooled path is the same on a smaller layer
+        base = VARIANTS[variant].render(problem)
+        ref, scale = reference_and_scale(problem, x, w, base.output)
+        for precision, tolerance in TOLERANCE.items():
+            kernel = dataclasses.replace(base, precision=precision, io=io)
+            job = Job.make(variant, {}, problem, "gpu")
+            rng = np.random.default_rng(1)
+            for kind in ("right", "zeroed element", "zeroed row", "NaN", "off-by-one shift"):
+                y = ref.astype(io)
+                if kind != "right":
+                    _inject(kind, y, ref, scale, tolerance, rng)
+                verdict = gpu._check(kernel, problem, device, drv.to_device(y), job)
+                host = judge(y.astype(np.float64), ref, scale, precision, tolerance=tolerance)
+                assert verdict.passed == (kind == "right" and (io == "float32" or precision != "float32")), \
+                    (kind, precision, io, verdict.reason)
+                assert (verdict.passed, verdict.bad, verdict.unwritten, verdict.checked) == \
+                    (host.passed, host.bad, host.unwritten, host.checked), (kind, precision, io)
+                caught += not verdict.passed and kind != "right"
+                same = ("rel_error", "max_abs_error", "max_rel_error", "max_scaled_error", "worst_ref", "worst_bound")
+                if verdict.worst != host.worst:  # a tie but for the two references' rounding (sums ordered apart)
+                    ratio = np.abs(y.astype(np.float64) - ref) / (tolerance.atol * scale + tolerance.rtol * np.abs(ref))
+                    assert ratio[verdict.worst] == pytest.approx(ratio[host.worst], rel=1e-9), (kind, precision, io)
+                    same = same[:4]
+                for name in same:  # max_rel_error: err / |ref| where |ref| is tiny, the two references' rounding shows
+                    rel = 1e-3 if name == "max_rel_error" else 1e-6
+                    assert getattr(verdict, name) == pytest.approx(getattr(host, name), rel=rel, nan_ok=True), name
+    print(f"{problem.name}: {caught} injected faults caught over {ref.size} outputs, every verdict the host's")
 
 
 def _suite_transform_cases():

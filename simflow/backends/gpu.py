@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import LimitError, UserError
 from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
-from ..kernels.reference import JUDGE_CHUNK, Check, check_output, judge_chunks, make_inputs
+from ..kernels.reference import TOLERANCE, Check, check_output, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
 from .base import Availability, Backend, Finding, Job, RunResult
@@ -33,6 +33,9 @@ PYCUDA_HELP = (
 )
 COMPILE_OPTIONS = ("-O3",)
 CACHE_ROTATION_BYTES = 2  # times the L2 size that rotated input sets must cover
+# The check's grid: blocks of CHECK_THREADS stride over the output, at most CHECK_BLOCKS of them (enough to fill
+# any GPU; each leaves 96 bytes of sums for the host).
+CHECK_THREADS, CHECK_BLOCKS = 256, 2048
 # Each timed repeat is queued behind a one-thread kernel that spins this long (or 4x the host enqueue time of
 # the last warm-up, if longer), so the host's time to enqueue the launches - tens of microseconds from
 # Python, per launch - is not timed as GPU idle between the events (a variant of several kernels on a small
@@ -235,46 +238,40 @@ class GpuBackend(Backend):
             result.status, result.reason = "launch_error", f"CUDA error: {exc}"
         return result
 
-    def _check(self, kernel: Kernel, problem, device: dict, y_host: np.ndarray, job: Job) -> Check:
-        """Every output element against a float64 reference computed on this GPU; a seeded sample
-        checked on the host instead when job.sample_check."""
+    def _check(self, kernel: Kernel, problem, device: dict, y, job: Job) -> Check:
+        """Every output element of `y` (device memory: the output as the kernel wrote it, in kernel.io) against
+        a float64 reference computed and judged on this GPU from the float32 inputs in device["x"],
+        device["w"] (cuda_templates/check.cu.j2); a seeded sample checked on the host instead when
+        job.sample_check."""
+        io = np.dtype(kernel.io)
+        shape = kernel.output_shape(problem.B)
         if job.sample_check:
-            x, w = make_inputs(problem, job.seed, np.dtype(kernel.io))
-            return check_output(problem, x, w, y_host, kernel.precision, seed=job.seed, method="sample",
-                                op=kernel.output, tolerance=kernel.check_tolerance)
-        flat = y_host.reshape(-1)
-        chunks = ((flat[first:first + ref.size], ref, scale)
-                  for first, ref, scale in self.reference_chunks(problem, kernel.output, device))
-        return judge_chunks(chunks, y_host.shape, kernel.precision, "full", tolerance=kernel.check_tolerance)
-
-    def reference_chunks(self, problem, op: str, device: dict):
-        """(first element, float64 reference, error scale) for consecutive chunks of JUDGE_CHUNK output
-        elements, computed on this GPU from the inputs in device["x"], device["w"] (check_reference.cu.j2)."""
-        source = template_environment().get_template("check_reference.cu.j2").render(
+            y_host = np.empty(shape, dtype=io)
+            drv.memcpy_dtoh(y_host, y)
+            x, w = make_inputs(problem, job.seed, io)
+            return check_output(problem, x, w, y_host.astype(np.float32), kernel.precision, seed=job.seed,
+                                method="sample", op=kernel.output, tolerance=kernel.check_tolerance)
+        source = template_environment().get_template("check.cu.j2").render(
             B=problem.B, C=problem.C, M=problem.M, H=problem.H, W=problem.W, K=problem.K, pad=problem.pad,
-            stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=op == "conv_relu_pool")
+            stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=kernel.output == "conv_relu_pool",
+            out_t="__half" if io == np.float16 else "float", threads=CHECK_THREADS)
         if source not in self._modules:
             folder = cache_dir() / "pycuda"
             folder.mkdir(parents=True, exist_ok=True)
             self._modules[source] = SourceModule(source, options=["-O3"], no_extern_c=True, arch=self.limits.arch,
                                                  cache_dir=str(folder))
-        reference = self._modules[source].get_function("simflow_check_reference")
-        b, m, h, w = problem.output_shape
-        total = b * m * (h // 2) * (w // 2) if op == "conv_relu_pool" else b * m * h * w
-        step = min(JUDGE_CHUNK, total)
-        ref_dev, scale_dev = drv.mem_alloc(8 * step), drv.mem_alloc(8 * step)
-        try:
-            for first in range(0, total, step):
-                count = min(step, total - first)
-                reference(device["x"], device["w"], ref_dev, scale_dev, np.int64(first), np.int64(count),
-                          block=(256, 1, 1), grid=((count + 255) // 256, 1, 1))
-                ref, scale = np.empty(count, np.float64), np.empty(count, np.float64)
-                drv.memcpy_dtoh(ref, ref_dev)
-                drv.memcpy_dtoh(scale, scale_dev)
-                yield first, ref, scale
-        finally:
-            ref_dev.free()
-            scale_dev.free()
+        judge = self._modules[source].get_function("simflow_check")
+        total = math.prod(shape)
+        blocks = max(1, min(CHECK_BLOCKS, -(-total // CHECK_THREADS)))
+        sums, counts = np.empty((blocks, 9), np.float64), np.empty((blocks, 3), np.int64)
+        tol = kernel.check_tolerance or TOLERANCE[kernel.precision]
+        judge(device["x"], device["w"], y, np.int64(total), np.float64(tol.atol), np.float64(tol.rtol),
+              drv.Out(sums), drv.Out(counts), block=(CHECK_THREADS, 1, 1), grid=(blocks, 1, 1))
+        parts = [{"diff2": s[0], "ref2": s[1], "max_abs": s[2], "max_rel": s[3], "max_scaled": s[4],
+                  "worst_ratio": s[5], "worst_got": s[6], "worst_ref": s[7], "worst_bound": s[8],
+                  "bad": int(n[0]), "unwritten": int(n[1]), "worst": int(n[2])}
+                 for s, n in zip(sums.tolist(), counts.tolist(), strict=True)]
+        return verdict(parts, total, shape, kernel.precision, "full", tolerance=tol)
 
     def _resources(self, result: RunResult, functions, launches: list[Launch]) -> None:
         several = len(launches) > 1
@@ -329,9 +326,7 @@ class GpuBackend(Backend):
             drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
         launch_all(buffers[0])
         self.context.synchronize()
-        y_host = np.empty(out_shape, dtype=io)
-        drv.memcpy_dtoh(y_host, buffers[0]["y"])
-        result.judge(self._check(kernel, problem, reference, y_host.astype(np.float32, copy=False), job))
+        result.judge(self._check(kernel, problem, reference, buffers[0]["y"], job))
 
         # Timing: warm-up, then one event pair per repeat, queued behind the hold kernel; median, min, max.
         enqueue_us = []
@@ -446,7 +441,11 @@ class GpuBackend(Backend):
         result.add("pipeline_ms", pipelined_ms, "ms")
         result.add("pipeline_speedup", serial_ms / pipelined_ms, "x")
         # what the split run left in y_host, against the reference; the metrics stay the first run's
-        check = self._check(kernel, problem, reference, np.asarray(y_host).astype(np.float32, copy=False), job)
+        y_dev = drv.to_device(np.asarray(y_host))
+        try:
+            check = self._check(kernel, problem, reference, y_dev, job)
+        finally:
+            y_dev.free()
         if not check.passed and result.status == "passed":
             result.status = "wrong_result"
             result.reason = f"with the batch split over {streams} streams: {check.reason}"

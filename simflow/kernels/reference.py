@@ -10,8 +10,9 @@ own, wider bound (Variant.tolerance), measured like these. The output buffer is 
 before a run: unwritten elements show.
 
 The full reference is vectorised numpy (one tensordot per filter tap); the GPU backend computes
-the same reference and scale on the GPU in float64 (cuda_templates/check_reference.cu.j2) and
-judges it here. A sampled check, only when asked for, computes a seeded sample of elements
+the same reference and scale on the GPU in float64 and judges every element there too
+(cuda_templates/check.cu.j2): its blocks' sums, counts and worst elements are added up by verdict()
+here, as the host's chunks are. A sampled check, only when asked for, computes a seeded sample of elements
 from their own input patches.
 """
 
@@ -180,19 +181,26 @@ def judge_chunks(chunks, shape: tuple[int, ...], precision: str, method: str = "
         part["worst"] += start
         start += np.size(got)
         parts.append(part)
-    if not parts:
-        parts.append(_judge_chunk(np.empty(0), np.empty(0), np.empty(0), tol))
-    worst = max(parts, key=lambda p: p["worst_ratio"])
+    return verdict(parts, start, shape, precision, method, index, tol)
+
+
+def verdict(parts: list[dict], checked: int, shape: tuple[int, ...], precision: str, method: str = "full",
+            index=None, tolerance: Tolerance | None = None) -> Check:
+    """The Check of `checked` elements judged in parts (each _judge_chunk's sums, counts and worst
+    element, its index into the whole): the GPU's blocks or the host's chunks."""
+    tol = tolerance or TOLERANCE[precision]
+    parts = [p for p in parts if p["worst"] >= 0] or [_judge_chunk(np.empty(0), np.empty(0), np.empty(0), tol)]
+    worst = max(parts, key=lambda p: (p["worst_ratio"], -p["worst"]))  # the first of a tie, as argmax
     bad = sum(p["bad"] for p in parts)
     ref2 = sum(p["ref2"] for p in parts)
     diff2 = sum(p["diff2"] for p in parts)
-    if start == 0:
+    if checked == 0:
         position: tuple[int, ...] = ()
     elif index is None:
         position = tuple(int(i) for i in np.unravel_index(worst["worst"], shape))
     else:
         position = tuple(int(np.ravel(i)[worst["worst"]]) for i in index)
-    return Check(passed=bad == 0, method=method, precision=precision, tolerance=tol, checked=start, bad=bad,
+    return Check(passed=bad == 0, method=method, precision=precision, tolerance=tol, checked=checked, bad=bad,
                  unwritten=sum(p["unwritten"] for p in parts),
                  rel_error=float(np.sqrt(diff2 / ref2)) if ref2 > 0 else float(np.sqrt(diff2)),
                  max_abs_error=max(p["max_abs"] for p in parts), max_rel_error=max(p["max_rel"] for p in parts),
