@@ -31,14 +31,14 @@ LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 la
 ]
 
 
-def tuned(problem, precision: str, seconds: float, with_starts: bool):
+def tuned(problem, precision: str, seconds: float, with_starts: bool, strategy: str = "tpe"):
     real = tune_module.starts
     if not with_starts:
         tune_module.starts = lambda *args: []
     try:
         with tempfile.TemporaryDirectory(prefix="simflow-tune-") as results:
             return tune_module.tune(problem, tune_module.tunable_variants("gpu", precision), backend="gpu",
-                                    precision=precision, strategy="tpe", budget_s=seconds, results=Path(results))
+                                    precision=precision, strategy=strategy, budget_s=seconds, results=Path(results))
     finally:
         tune_module.starts = real
 
@@ -47,8 +47,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time", type=float, default=40.0, help="each tune's budget in seconds")
     parser.add_argument("--pick", help="only these LAYERS index:precision pairs, comma-separated")
+    parser.add_argument("--arms", default="before,after", help="of before (no starts), after (starts)")
+    parser.add_argument("--exhaustive", type=float, help="also the exhaustive grid, for up to this many seconds")
     parser.add_argument("--csv")
     args = parser.parse_args()
+    arms = [arm for arm in ("before", "after") if arm in args.arms.split(",")]
     picked = {tuple(pair.split(":")) for pair in args.pick.split(",")} if args.pick else None
     rows = []
     for index, (name, shape, precisions) in enumerate(LAYERS):
@@ -58,18 +61,31 @@ def main() -> int:
                 continue
             cudnn = time_cudnn(problem, 20, precision)
             row = {"layer": name, "shape": shape, "precision": precision, "cudnn_ms": cudnn}
-            for arm, with_starts in (("before", False), ("after", True)):
-                result = tuned(problem, precision, args.time, with_starts)
+            for arm in arms:
+                result = tuned(problem, precision, args.time, arm == "after")
                 best = result.best
                 row |= {f"{arm}_ms": best.value if best else None, f"{arm}_config": f"{best.variant} {best.params}"
                         if best else "none passed", f"{arm}_tried": len(result.trials),
                         f"{arm}_variants": len({t.variant for t in result.trials})}
+            line = f"{name:38s} {precision:8s} cuDNN {cudnn:8.4f} ms"
+            for arm in arms:
+                ratio = row[f"{arm}_ms"] / cudnn if row[f"{arm}_ms"] and cudnn else float("nan")
+                line += (f" | {arm} {ratio:5.2f}x ({row[f'{arm}_tried']} tried, {row[f'{arm}_variants']} variants): "
+                         f"{row[f'{arm}_config']}")
+            if args.exhaustive:
+                result = tuned(problem, precision, args.exhaustive, False, "exhaustive")
+                best = result.best
+                row |= {"exhaustive_ms": best.value if best else None, "exhaustive_tried": len(result.trials),
+                        "grid": result.space, "exhaustive_config": f"{best.variant} {best.params}"
+                        if best else "none passed"}
+                line += (f" | exhaustive {row['exhaustive_ms'] / cudnn:5.2f}x ({len(result.trials)} of "
+                         f"{result.space} tried): {row['exhaustive_config']}")
+                for arm in arms:
+                    if row[f"{arm}_ms"] and row["exhaustive_ms"]:
+                        row[f"{arm}_over_exhaustive"] = row[f"{arm}_ms"] / row["exhaustive_ms"]
+                        line += f" | {arm} / exhaustive {row[f'{arm}_over_exhaustive']:.3f}"
             rows.append(row)
-            ratio = {arm: row[f"{arm}_ms"] / cudnn if row[f"{arm}_ms"] and cudnn else float("nan")
-                     for arm in ("before", "after")}
-            print(f"{name:38s} {precision:8s} cuDNN {cudnn:8.4f} ms | before {ratio['before']:5.2f}x "
-                  f"({row['before_tried']} tried, {row['before_variants']} variants) | after {ratio['after']:5.2f}x "
-                  f"({row['after_tried']} tried, {row['after_variants']} variants): {row['after_config']}", flush=True)
+            print(line, flush=True)
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
