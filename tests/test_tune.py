@@ -222,4 +222,38 @@ def test_a_serial_backend_has_the_known_next_configurations_built_ahead(tmp_path
     assert events[0][0] == "built" and len(events[0][1]) == len(first)  # every start, in one build, first
     assert [e[0] for e in events[1: len(first) + 1]] == ["ran"] * len(first)
     assert {e[1] for e in events[1: len(first) + 1]} <= set(events[0][1])
-    assert sum(e[0] == "built" for e in events) == 1  # the optimiser's own choices are not known ahead
+    ran = []
+    for kind, what in events[1:]:  # later builds: steps from the best so far, one parameter from what ran
+        if kind == "ran":
+            ran.append((what[0], json.loads(what[1])))
+            continue
+        for variant, params in what:
+            params = json.loads(params)
+            assert any(v == variant and sum(params[k] != p.get(k) for k in params) == 1 for v, p in ran), params
+
+
+def test_after_the_starts_every_other_proposal_steps_from_the_best():
+    """A cost that falls along each parameter on its own (test data, not a measurement), lowest at the far end
+    of every one from the start: one proposal in two is a step of one parameter from the best so far, and the
+    steps climb to the lowest while the sampler explores with the others."""
+    grid = space(["global"], PROBLEM, "float32")  # tile x unroll x restrict: 18
+    allowed = _Optuna(grid, "tpe", 0).allowed["global"]
+    moving = {name: values for name, values in allowed.items() if len(values) > 1}
+    start = {**grid[0][1], **{name: values[0] for name, values in moving.items()}}
+    lowest = {**start, **{name: values[-1] for name, values in moving.items()}}
+
+    def cost(params):
+        return 1.0 + sum(len(values) - 1 - values.index(params[name]) for name, values in moving.items())
+
+    proposer = _Optuna(grid, "tpe", 0, first=[("global", start)])
+    asked, best = [], None
+    while lowest not in asked:
+        variant, params, token = proposer.ask()
+        if len(asked) % 2 == 1:  # a step: one parameter away from the best so far
+            assert sum(params[k] != best[k] for k in params) == 1, (best, params)
+        proposer.tell(token, cost(params), known=params in asked)
+        asked.append(params)
+        best = min(asked, key=cost)
+    moves = sum(len(values) - 1 for values in moving.values())
+    print(f"the lowest of {len(grid)} after {len(asked)} proposals; {moves} moves from the start")
+    assert len(asked) <= 1 + 2 * (2 * moves)  # at most one step back for each forward

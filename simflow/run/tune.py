@@ -315,9 +315,13 @@ class _Grid:
 
 class _Optuna:
     """Optuna's define-by-run search through ask and tell: the variant, then each of its parameters, among the
-    values the space allows; `first` is asked for before the sampler chooses. A configuration asked for again is
-    answered from what was measured, without a run; when the sampler keeps asking for known ones an unseen one is
-    queued, so the budget is spent."""
+    values the space allows; `first` is asked for before the sampler chooses. Once those are measured, every
+    other proposal is a step from the best so far: one parameter moved to another value (the nearest first), a
+    coordinate descent beside the sampler's exploration. The sampler alone spreads a short budget over every
+    variant and left the best of a good one unfound (VGG conv1_1 fp32 on the H200: 1.28x the whole grid's best
+    after 40 s); a variant's parameters mostly act one at a time, so steps from its best climb to it. A
+    configuration asked for again is answered from what was measured, without a run; when the sampler keeps
+    asking for known ones an unseen one is queued, so the budget is spent."""
 
     why_done = "the optimiser ran out of trials"
 
@@ -346,10 +350,32 @@ class _Optuna:
         for variant, params in first:  # asked for before the sampler's own choices (see starts)
             self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
         self.queued = [(v, p) for v, p in first if _key(v, p) in self.in_grid]
+        self.best: tuple[float, str, dict] | None = None  # value, variant, params
+        self.proposed: dict[int, tuple[str, dict]] = {}  # Optuna trial number -> its configuration
+        self.step_next = True  # alternates steps from the best with the sampler's choices
+
+    def steps(self) -> list[tuple[str, dict]]:
+        """Configurations one parameter away from the best so far, not asked for yet: the nearest values first."""
+        if self.best is None:
+            return []
+        _, variant, params = self.best
+        found = []
+        for name, values in self.allowed[variant].items():
+            here = values.index(params[name]) if params.get(name) in values else 0
+            for there, value in enumerate(values):
+                moved = {**params, name: value}
+                if there != here and _key(variant, moved) in self.in_grid and _key(variant, moved) not in self.asked:
+                    found.append((abs(there - here), variant, moved))
+        return [(v, p) for _, v, p in sorted(found, key=lambda f: f[0])]
 
     def ask(self):
         while self.left > 0:
             self.left -= 1
+            if not self.queued:  # the starts are measured: every other proposal steps from the best
+                step = self.steps()[:1] if self.step_next else []
+                self.step_next = not self.step_next
+                for variant, params in step:
+                    self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
             trial = self.study.ask()
             variant = trial.suggest_categorical("variant", list(self.allowed))
             params = {name: trial.suggest_categorical(f"{variant}.{name}", values)
@@ -360,14 +386,19 @@ class _Optuna:
                 continue
             self.asked.add(key)
             self.queued = [(v, p) for v, p in self.queued if _key(v, p) != key]
+            self.proposed[trial.number] = (variant, params)
             return variant, params, trial
         return None
 
     def upcoming(self, n: int) -> list[tuple[str, dict]]:
-        """Of what it will ask for next, what is known: the queued starts (the sampler's choices are not)."""
-        return self.queued[:n]
+        """Of what it will ask for next, what is known: the queued starts, or once they are measured the steps
+        from the best so far (the sampler's choices are not)."""
+        return (self.queued or self.steps())[:n]
 
     def tell(self, trial, value: float, known: bool = False) -> None:
+        variant, params = self.proposed.pop(trial.number, (None, None))
+        if variant is not None and math.isfinite(value) and (self.best is None or value < self.best[0]):
+            self.best = (value, variant, params)
         self.study.tell(trial, value if math.isfinite(value) else math.inf)
         self.repeats = self.repeats + 1 if known else 0
         if self.repeats >= REPEATS_BEFORE_NEW:  # the sampler keeps proposing what it knows: try one new
