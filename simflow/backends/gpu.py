@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import LimitError, UserError
 from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
-from ..kernels.reference import TOLERANCE, Check, check_output, make_inputs, verdict
+from ..kernels.reference import Check, check_output, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
 from .base import Availability, Backend, Finding, Job, RunResult
@@ -264,7 +264,7 @@ class GpuBackend(Backend):
         total = math.prod(shape)
         blocks = max(1, min(CHECK_BLOCKS, -(-total // CHECK_THREADS)))
         sums, counts = np.empty((blocks, 9), np.float64), np.empty((blocks, 3), np.int64)
-        tol = kernel.check_tolerance or TOLERANCE[kernel.precision]
+        tol = kernel.check_tolerance
         judge(device["x"], device["w"], y, np.int64(total), np.float64(tol.atol), np.float64(tol.rtol),
               drv.Out(sums), drv.Out(counts), block=(CHECK_THREADS, 1, 1), grid=(blocks, 1, 1))
         parts = [{"diff2": s[0], "ref2": s[1], "max_abs": s[2], "max_rel": s[3], "max_scaled": s[4],

@@ -21,10 +21,10 @@ the layer behaves once the SMs are full:
    three, s13, it is s13: its samples ran a wave unevenly, which weighs half over two waves. Each is
    bounded by how far that rate may be off, carried over the B - b3 images past the samples: for cycles,
    the gap between s and the steady state (no less than half the gap between s12 and s23 for s13), or
-   without one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus
-   TAIL_WAVES of a wave (B's last wave); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR
-   or L2_FLOOR of the rate (a real batch's data outgrows the caches the samples' fits in); a count exact
-   in every sample (instructions) has no bound. Rates are recomputed from the estimated counts (IPC, miss
+   without one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus TAIL_WAVES of a wave
+   (B's last wave); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR or L2_FLOOR of the
+   rate (a real batch's data outgrows the caches the samples' fits in); a count exact in every sample
+   (instructions) has no bound. Rates are recomputed from the estimated counts (IPC, miss
    rates); rates the simulator averages over cycles (occupancy) are extrapolated as value x cycles, over
    the estimated cycles; other values (latencies, port use) are the largest sample's, bounded by how much
    they moved between the last two samples. benchmarks/sampling.py measures every bound against whole
