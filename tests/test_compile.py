@@ -156,3 +156,20 @@ def test_the_timing_hold_kernel_compiles():
 
     compiled = compile_kernel(HOLD_SOURCE, "sm_90", "hold-kernel-test", toolkit=MODERN_NVCC)
     assert compiled.resources["simflow_hold"]["registers"] > 0
+
+
+CHECKED = [("conv", "float32"), ("conv", "float16"), ("conv_relu_pool", "float32")]
+
+
+@pytest.mark.parametrize("output,io", CHECKED, ids=[f"{o}-{io}" for o, io in CHECKED])
+@pytest.mark.parametrize("problem", ["batch3x3", "resnet50-1x1-512-1024-28-s2"])
+def test_the_gpu_check_compiles_for_each_output(output, io, problem):
+    """The kernel that judges a GPU run's output (built by PyCUDA at run time, where CI has no GPU to run it)."""
+    import hashlib
+
+    from simflow.backends.gpu import check_source
+
+    source = check_source(get_problem(problem), output, io)
+    compiled = compile_kernel(source, "sm_90", hashlib.sha256(source.encode()).hexdigest()[:16], toolkit=MODERN_NVCC)
+    assert "warning" not in compiled.log.lower(), compiled.log
+    assert compiled.resources["simflow_check"]["spill_store_bytes"] == 0

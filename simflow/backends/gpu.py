@@ -251,10 +251,7 @@ class GpuBackend(Backend):
             x, w = make_inputs(problem, job.seed, io)
             return check_output(problem, x, w, y_host.astype(np.float32), kernel.precision, seed=job.seed,
                                 method="sample", op=kernel.output, tolerance=kernel.check_tolerance)
-        source = template_environment().get_template("check.cu.j2").render(
-            B=problem.B, C=problem.C, M=problem.M, H=problem.H, W=problem.W, K=problem.K, pad=problem.pad,
-            stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=kernel.output == "conv_relu_pool",
-            out_t="__half" if io == np.float16 else "float", threads=CHECK_THREADS)
+        source = check_source(problem, kernel.output, kernel.io)
         if source not in self._modules:
             folder = cache_dir() / "pycuda"
             folder.mkdir(parents=True, exist_ok=True)
@@ -449,6 +446,15 @@ class GpuBackend(Backend):
         if not check.passed and result.status == "passed":
             result.status = "wrong_result"
             result.reason = f"with the batch split over {streams} streams: {check.reason}"
+
+
+def check_source(problem, output: str, io: str) -> str:
+    """The source of the check kernel that judges a run's `output` ("conv" or "conv_relu_pool") held in `io`
+    ("float32" or "float16") on this problem (cuda_templates/check.cu.j2)."""
+    return template_environment().get_template("check.cu.j2").render(
+        B=problem.B, C=problem.C, M=problem.M, H=problem.H, W=problem.W, K=problem.K, pad=problem.pad,
+        stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=output == "conv_relu_pool",
+        out_t="__half" if io == "float16" else "float", threads=CHECK_THREADS)
 
 
 def device_limits(dev) -> DeviceLimits:
