@@ -348,11 +348,15 @@ class _Optuna:
         self.repeats, self.left = 0, 10 * len(grid) + 50
         self.rng = random.Random(seed)
         for variant, params in first:  # asked for before the sampler's own choices (see starts)
-            self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
+            self.enqueue(variant, params)
         self.queued = [(v, p) for v, p in first if _key(v, p) in self.in_grid]
         self.best: tuple[float, str, dict] | None = None  # value, variant, params
         self.proposed: dict[int, tuple[str, dict]] = {}  # Optuna trial number -> its configuration
         self.step_next = True  # alternates steps from the best with the sampler's choices
+
+    def enqueue(self, variant: str, params: dict) -> None:
+        """Have the sampler's next trial be this configuration (Optuna's names: the variant, then variant.param)."""
+        self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
 
     def steps(self) -> list[tuple[str, dict]]:
         """Configurations one parameter away from the best so far, not asked for yet: the nearest values first."""
@@ -375,7 +379,7 @@ class _Optuna:
                 step = self.steps()[:1] if self.step_next else []
                 self.step_next = not self.step_next
                 for variant, params in step:
-                    self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
+                    self.enqueue(variant, params)
             trial = self.study.ask()
             variant = trial.suggest_categorical("variant", list(self.allowed))
             params = {name: trial.suggest_categorical(f"{variant}.{name}", values)
@@ -405,7 +409,7 @@ class _Optuna:
             fresh = [self.grid[i] for i, key in enumerate(self.keys) if key not in self.asked]
             if fresh:
                 variant, params = self.rng.choice(fresh)
-                self.study.enqueue_trial({"variant": variant, **{f"{variant}.{k}": v for k, v in params.items()}})
+                self.enqueue(variant, params)
             self.repeats = 0
 
 
