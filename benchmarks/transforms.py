@@ -98,7 +98,7 @@ def main() -> int:
                     try:
                         kernel = VARIANTS[variant].render(problem, params)
                     except UserError:
-                        continue  # refused by name (winograd past K=3, an FFT tile under K, regtile's limits)
+                        continue  # refused by name (winograd past K=5, an FFT tile under K, regtile's limits)
                     job = Job.make(variant, params, problem, "gpu", warmup=2, repeats=args.repeats,
                                    sample_check=problem.flops > FULL_CHECK_FLOPS)
                     result = gpu.run(job, None, kernel)

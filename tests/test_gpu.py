@@ -317,10 +317,28 @@ def test_transform_variants_on_every_suite_layer_they_accept(gpu, problem, varia
     try:
         kernel = VARIANTS[variant].render(problem, params)
     except LimitError as exc:
-        assert problem.stride != 1 or (variant == "winograd" and problem.K != 3) or "fft tile" in str(exc)
+        assert problem.stride != 1 or (variant == "winograd" and problem.K not in (3, 5)) or "fft tile" in str(exc)
         pytest.skip(f"refused, as it should be: {exc}")
     result = run(gpu, kernel, problem.B, seed=11, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
     print(f"margin {variant} {kernel.precision} {problem.name}: max |y-ref|/S = "
+          f"{result.metrics['max_scaled_error']:.3g} (bound {kernel.check_tolerance.atol:.3g})")
+
+
+# Winograd F(2x2,5x5): odd sizes (tiles cut at both edges, no padding or some) and the 5x5 layer of AlexNet
+WINOGRAD_5X5 = [Problem(B=3, C=5, M=7, H=19, W=23, K=5, pad=2, name="odd-5x5"),
+                Problem(B=2, C=3, M=8, H=17, W=18, K=5, name="first-5x5-nopad"),
+                Problem(B=4, C=96, M=256, H=27, W=27, K=5, pad=2, name="alexnet-conv2")]
+
+
+@pytest.mark.parametrize("problem", WINOGRAD_5X5, ids=[p.name for p in WINOGRAD_5X5])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+@pytest.mark.parametrize("m", [2, 4])
+def test_winograd_5x5_passes_the_full_check(gpu, problem, precision, m):
+    kernel = VARIANTS["winograd"].render(problem, {"precision": precision, "m": m})
+    result = run(gpu, kernel, problem.B, seed=5, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
+    print(f"margin winograd F({m}x{m},5x5) {precision} {problem.name}: max |y-ref|/S = "
           f"{result.metrics['max_scaled_error']:.3g} (bound {kernel.check_tolerance.atol:.3g})")

@@ -26,22 +26,43 @@ def _transpose(a):
     return [list(row) for row in zip(*a, strict=True)]
 
 
-@pytest.mark.parametrize("m", [2, 4])
-def test_winograd_transforms_compute_the_correlation_exactly(m):
-    """A^T [(G g G^T) . (B^T d B)] A equals the 3x3 correlation of d with g, in exact fractions."""
-    mats = winograd_matrices(m)
+@pytest.mark.parametrize("m,taps", [(2, 3), (4, 3), (2, 5), (4, 5)])
+def test_winograd_transforms_compute_the_correlation_exactly(m, taps):
+    """A^T [(G g G^T) . (B^T d B)] A equals the r x r correlation of d with g, in exact fractions."""
+    mats = winograd_matrices(m, taps)
     bt, g_mat, at = mats["BT"], mats["G"], mats["AT"]
-    alpha = m + 2
+    alpha = m + taps - 1
     rng = np.random.default_rng(m)
     for _ in range(5):
         d = [[Fraction(int(v)) for v in row] for row in rng.integers(-9, 10, size=(alpha, alpha))]
-        g = [[Fraction(int(v)) for v in row] for row in rng.integers(-9, 10, size=(3, 3))]
+        g = [[Fraction(int(v)) for v in row] for row in rng.integers(-9, 10, size=(taps, taps))]
         u = _matmul(_matmul(g_mat, g), _transpose(g_mat))
         v = _matmul(_matmul(bt, d), _transpose(bt))
         y = _matmul(_matmul(at, [[u[i][j] * v[i][j] for j in range(alpha)] for i in range(alpha)]), _transpose(at))
-        direct = [[sum(d[r + ky][s + kx] * g[ky][kx] for ky in range(3) for kx in range(3)) for s in range(m)]
+        direct = [[sum(d[r + ky][s + kx] * g[ky][kx] for ky in range(taps) for kx in range(taps)) for s in range(m)]
                   for r in range(m)]
         assert y == direct
+
+
+def test_cook_toom_gives_lavins_f4_matrices_and_refuses_more_points_than_it_has():
+    mats = winograd_matrices(4, 3)
+    assert mats["BT"][0] == [4, 0, -5, 0, 1, 0] and mats["BT"][5] == [0, 4, 0, -5, 0, 1]
+    assert mats["G"][3] == [Fraction(1, 24), Fraction(1, 12), Fraction(1, 6)] and mats["AT"][3] == [0, 1, -1, 8, -8, 1]
+    with pytest.raises(ValueError, match="needs 8 finite points"):
+        winograd_matrices(4, 6)
+
+
+def test_winograd_takes_5x5_filters():
+    problem = Problem(B=2, C=8, M=16, H=12, W=12, K=5, pad=2)
+    f2, f4 = render("winograd", problem), render("winograd", problem, {"m": 4})
+    assert "F(2x2,5x5)" in f2.source and "100 multiplications become 36" in f2.source
+    assert "F(4x4,5x5)" in f4.source and "400 multiplications become 64" in f4.source
+    assert f2.launches(2)[2].grid[2] == 36 and f2.workspace(2)["u"] == 36 * 16 * 8
+    assert f4.launches(2)[2].grid[2] == 64 and f4.workspace(2)["v"] == 64 * 8 * 2 * 3 * 3
+    f4_3x3 = render("winograd", Problem(B=2, C=8, M=16, H=12, W=12, K=3, pad=1), {"m": 4})
+    assert f2.check_tolerance.atol == f4_3x3.check_tolerance.atol == f4.check_tolerance.atol  # measured: alike
+    with pytest.raises(LimitError, match=r"filter size K of winograd .* 3 or 5"):
+        render("winograd", Problem(B=2, C=8, M=16, H=12, W=12, K=7, pad=3))
 
 
 def test_winograd_renders_its_matrices_and_launches():
@@ -60,7 +81,7 @@ def test_winograd_renders_its_matrices_and_launches():
 
 
 @pytest.mark.parametrize("shape,match", [
-    ("2,3,4,12,12,5,2", "filter size K of winograd .* needs 5, the limit is 3; use fft for large filters"),
+    ("2,3,4,12,12,7,3", "filter size K of winograd .* needs 7, the limit is 3 or 5; use fft for other large"),
     ("2,3,4,12,12,3,1,2", "stride of winograd .* needs 2, the limit is 1"),
 ])
 def test_winograd_refuses_what_it_cannot_do_by_name(shape, match):

@@ -1,4 +1,4 @@
-"""The transform-domain families: Winograd F(m, 3) as a GEMM over transformed tiles, and FFT convolution
+"""The transform-domain families: Winograd F(m, r) as a GEMM over transformed tiles, and FFT convolution
 (forward transforms, a complex GEMM, the inverse with overlap-add). Each rounds more than a direct sum and
 states its own tolerance."""
 
@@ -14,23 +14,48 @@ from .problems import Problem
 from .reference import TOLERANCE, Tolerance
 from .variant_types import Kernel, Launch, Variant
 
-# Winograd F(m, 3) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016),
-# for correlation as convolution layers compute it: y = A^T [(G g G^T) . (B^T d B)] A.
-_WINOGRAD = {
-    2: {"BT": [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
-        "G": [[1, 0, 0], ["1/2", "1/2", "1/2"], ["1/2", "-1/2", "1/2"], [0, 0, 1]],
-        "AT": [[1, 1, 1, 0], [0, 1, -1, -1]]},
-    4: {"BT": [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
-               [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
-        "G": [["1/4", 0, 0], ["-1/6", "-1/6", "-1/6"], ["-1/6", "1/6", "-1/6"], ["1/24", "1/12", "1/6"],
-              ["1/24", "-1/12", "1/6"], [0, 0, 1]],
-        "AT": [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]},
-}
+# Winograd F(m, r) transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016), for
+# correlation as convolution layers compute it: y = A^T [(G g G^T) . (B^T d B)] A, built by Cook-Toom on the
+# first m + r - 2 of these points and infinity (F(2,3) and F(4,3) are then Lavin's published matrices, up to the
+# sign of the point at infinity). The halves come last: they make the entries of G less exact.
+_POINTS = (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2))
+# (m, r) simflow builds, per filter size r: alpha = m + r - 1 input points, at most 8.
+WINOGRAD_TILES = {3: (2, 4), 5: (2, 4)}
 
 
-def winograd_matrices(m: int) -> dict[str, list[list[Fraction]]]:
-    """B^T, G and A^T of F(m x m, 3 x 3) as exact fractions."""
-    return {name: [[Fraction(v) for v in row] for row in rows] for name, rows in _WINOGRAD[m].items()}
+def _poly_times(coeffs: list[Fraction], root: Fraction) -> list[Fraction]:
+    """The coefficients (lowest first) of p(x) (x - root)."""
+    out = [Fraction(0)] * (len(coeffs) + 1)
+    for k, c in enumerate(coeffs):
+        out[k + 1] += c
+        out[k] -= c * root
+    return out
+
+
+def winograd_matrices(m: int, r: int = 3) -> dict[str, list[list[Fraction]]]:
+    """B^T, G and A^T of F(m x m, r x r) as exact fractions. Linear convolution of g (r taps) with x (m) is
+    C [(G g) . (A x)] (evaluate at the points, multiply, interpolate); correlation is its transpose,
+    A^T [(G g) . (C^T d)], so B^T = C^T: row i holds the coefficients of prod_{l != i} (x - a_l) (the point at
+    infinity: of prod_l (x - a_l)), and G carries the interpolation's 1 / prod_{l != i} (a_i - a_l)."""
+    alpha = m + r - 1
+    if alpha - 1 > len(_POINTS):
+        raise ValueError(f"F({m},{r}) needs {alpha - 1} finite points; simflow has {len(_POINTS)}")
+    points = [Fraction(a) for a in _POINTS[: alpha - 1]]
+    bt, g = [], []
+    for i, a in enumerate(points):
+        poly, scale = [Fraction(1)], Fraction(1)
+        for j, b in enumerate(points):
+            if j != i:
+                poly, scale = _poly_times(poly, b), scale * (a - b)
+        bt.append(poly + [Fraction(0)] * (alpha - len(poly)))
+        g.append([a**k / scale for k in range(r)])
+    whole = [Fraction(1)]
+    for b in points:
+        whole = _poly_times(whole, b)
+    bt.append(whole)
+    g.append([Fraction(int(k == r - 1)) for k in range(r)])
+    at = [[a**j for a in points] + [Fraction(int(j == m - 1))] for j in range(m)]
+    return {"BT": bt, "G": g, "AT": at}
 
 
 def _c_literal(value: Fraction) -> str:
@@ -43,14 +68,19 @@ def _c_literal(value: Fraction) -> str:
 
 @dataclass(frozen=True)
 class WinogradVariant(ImplicitGemmVariant):
-    """Winograd F(m x m, 3 x 3): filter and input tiles to the transform domain, one GEMM per transform
-    point over the channels (batched in one launch), and the output transform: 9 m^2 multiplications per
-    tile become (m + 2)^2. 3x3 filters and stride 1 only."""
+    """Winograd F(m x m, r x r): filter and input tiles to the transform domain, one GEMM per transform
+    point over the channels (batched in one launch), and the output transform: r^2 m^2 multiplications per
+    tile become (m + r - 1)^2. F(2x2) and F(4x4) for 3x3 and for 5x5 filters (2.8x and 6.25x fewer); stride 1."""
 
     def check(self, problem: Problem, params: dict) -> None:
-        if problem.K != 3:
-            raise LimitError("filter size K of winograd (F(m x m, 3 x 3) transforms)", str(problem.K), "3",
-                             "use fft for large filters, or implicit_gemm, wmma_nhwc, regtile")
+        if problem.K not in WINOGRAD_TILES:
+            raise LimitError("filter size K of winograd (F(m x m, 3 x 3) and F(m x m, 5 x 5) transforms)",
+                             str(problem.K), " or ".join(map(str, WINOGRAD_TILES)),
+                             "use fft for other large filters, or implicit_gemm, wmma_nhwc, regtile")
+        if params["m"] not in WINOGRAD_TILES[problem.K]:
+            raise LimitError(f"output tile m of winograd for {problem.K}x{problem.K} filters (an input tile of "
+                             f"m + {problem.K - 1} points, at most 8)", str(params["m"]),
+                             " or ".join(map(str, WINOGRAD_TILES[problem.K])), "set m=2")
         if problem.stride != 1:
             raise LimitError("stride of winograd (its tiles are dense m x m output blocks)", str(problem.stride),
                              "1", "use implicit_gemm, im2col_gemm, wmma or wmma_nhwc")
@@ -62,30 +92,32 @@ class WinogradVariant(ImplicitGemmVariant):
     def extra_context(self, problem: Problem, params: dict) -> dict:
         tiles_y, tiles_x = self.tiles(problem, params)
         matrices = {k: [[_c_literal(v) for v in row] for row in rows]
-                    for k, rows in winograd_matrices(params["m"]).items()}
+                    for k, rows in winograd_matrices(params["m"], problem.K).items()}
         a_per_thread = params["tile"] * params["bk"] // 256
-        return {**matrices, "alpha": params["m"] + 2, "tiles_y": tiles_y, "tiles_x": tiles_x,
-                "vector_a": problem.C % 4 == 0 and a_per_thread % 4 == 0}
+        return {**matrices, "alpha": params["m"] + problem.K - 1, "taps": problem.K, "tiles_y": tiles_y,
+                "tiles_x": tiles_x, "vector_a": problem.C % 4 == 0 and a_per_thread % 4 == 0}
 
-    GROWTH = {2: 2, 4: 40}  # the check's bound over a direct sum's, per output tile m
+    GROWTH = {(2, 3): 2, (4, 3): 40, (2, 5): 40, (4, 5): 40}  # the check's bound over a direct sum's, per (m, r)
 
     def tolerance(self, problem: Problem, params: dict) -> Tolerance:
-        """F(2x2)'s transforms only add and halve, so its rounding is close to a direct sum's; F(4x4)'s have
-        entries up to 5 (B^T) and 8 (A^T) and the inexact 1/6, 1/12, 1/24 (G), which amplify every rounding.
-        Measured (H100, every tests/test_gpu.py shape and suite layer), the largest |y - ref| / S: F(2x2)
-        fp32 4e-7, F(4x4) fp32 7.4e-6, fp16 GEMM 3.2e-3 (batch3x3, 9-term sums); each bound is the
-        precision's direct bound times GROWTH, 6-11x above those."""
+        """F(2x2,3x3)'s transforms only add and halve, so its rounding is close to a direct sum's; six points
+        and more have entries up to 5 (B^T) and 8 (A^T) and inexact ones (1/6, 1/12, 1/24 and, with the halves,
+        2/9, 1/90 ... in G), which amplify every rounding. Measured (H100 and H200, every tests/test_gpu.py shape
+        and suite layer), the largest |y - ref| / S: F(2x2,3x3) fp32 4e-7, F(4x4,3x3) fp32 7.4e-6, fp16 GEMM
+        3.2e-3 (batch3x3, 9-term sums); F(2x2,5x5) fp32 1.0e-6, fp16 6.0e-3; F(4x4,5x5) fp32 2.7e-6, fp16 1.3e-2.
+        Each bound is the precision's direct bound times GROWTH, 6-30x above those."""
         base = TOLERANCE[self.precision_of(params)]
-        return Tolerance(atol=base.atol * self.GROWTH[params["m"]], rtol=base.rtol)
+        return Tolerance(atol=base.atol * self.GROWTH[params["m"], problem.K], rtol=base.rtol)
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
-        p, points = kernel.problem, (kernel.params["m"] + 2) ** 2
+        p = kernel.problem
+        points = (kernel.params["m"] + p.K - 1) ** 2
         columns = batch * math.prod(self.tiles(p, kernel.params))
         return {"u": points * p.M * p.C, "v": points * p.C * columns, "mt": points * p.M * columns}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params, name = kernel.problem, kernel.params, f"conv2d_{self.name}"
-        points, tile = (params["m"] + 2) ** 2, params["tile"]
+        points, tile = (params["m"] + p.K - 1) ** 2, params["tile"]
         columns = batch * math.prod(self.tiles(p, params))
         if columns >= 2**31:
             raise LimitError("tiles per launch, B x tiles (32-bit GEMM column index)", f"{columns:,}",
