@@ -51,10 +51,11 @@ def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
         rel = f"{100 * bound / abs(value):.2g} %" if value and not math.isnan(bound) else ""
         rows.append({"metric": name, "estimate": value, "bound": bound,
                      "bound %": rel, "unit": result.units.get(name, "")})
+    cut = f" on {est['sample_config']} (1/{est['scale']} of the GPU)" if est.get("scale", 1) > 1 else ""
     return [table(rows),
-            f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))} (probe: 1 image; a wave holds "
-            f"{est['wave_images']:.3g} images) of {result.problem.B}, {100 * est['fraction']:.3g} % of the images "
-            f"simulated, in {est['wall_s']:.0f} s",
+            f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))}{cut} (probe: 1 image; a wave of "
+            f"the whole GPU holds {est['wave_images']:.3g} images) of {result.problem.B}, "
+            f"{100 * est['fraction']:.3g} % of the images simulated, in {est['wall_s']:.0f} s",
             f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})"]
 
 

@@ -69,7 +69,8 @@ def estimate_text(run: StoredRun) -> str:
     est = run.estimate
     cycles, bound = _num(run.metrics.get("gpu_sim_cycle")), run.bound("gpu_sim_cycle")
     rel = f"; cycles +/-{100 * bound / cycles:.2g} %" if cycles and not math.isnan(bound) else ""
-    return (f"{est['spec']}: batches {','.join(map(str, est['batches']))} of {run.problem.B}, "
+    cut = f" on 1/{est['scale']} of the GPU" if est.get("scale", 1) > 1 else ""
+    return (f"{est['spec']}: batches {','.join(map(str, est['batches']))}{cut} of {run.problem.B}, "
             f"{100 * est['fraction']:.3g} % of the images simulated{rel}")
 
 

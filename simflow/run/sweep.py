@@ -26,7 +26,7 @@ from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
-from ..sim.sampling import METHOD, SampleSpec, at_batch, estimate_result, sample_batches
+from ..sim.sampling import METHOD, SampleSpec, at_batch, choose_scale, estimate_result, sample_batches, scaled_job
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
@@ -410,20 +410,22 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
             continue
         try:
-            plans[job] = (probe, sample_batches(probe, spec, job.kernel(), job.problem.B)[0])
+            scale = choose_scale(probe, spec, job.kernel(), job.problem.B)
+            batches = sample_batches(probe, spec, job.kernel(), job.problem.B, scale)[0]
+            plans[job] = (probe, scale, scaled_job(job, probe, scale, store.root), batches)
         except UserError as exc:
             outcomes[job].error = str(exc)
-    samples = {at_batch(job, b) for job, (_, batches) in plans.items() for b in batches}
+    samples = {at_batch(on, b) for _, _, on, batches in plans.values() for b in batches}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
-    for job, (probe, batches) in plans.items():
-        runs = [stored_run(store, at_batch(job, b)) for b in batches]
+    for job, (probe, scale, on, batches) in plans.items():
+        runs = [stored_run(store, at_batch(on, b)) for b in batches]
         bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
         if bad:
-            outcomes[job].error = _failed(bad[0], at_batch(job, bad[1]), "sample")
+            outcomes[job].error = _failed(bad[0], at_batch(on, bad[1]), "sample")
             continue
-        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started)
+        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started, scale)
         store.add(result)
         outcomes[job].result = result
     return [outcomes[job] for job in jobs]

@@ -158,6 +158,56 @@ def merge(base_text: str, overrides: dict[str, str]) -> tuple[list[tuple[str, st
     return merged, added
 
 
+# GPGPU-Sim's IPOLY address hash (gpgpu_memory_partition_indexing 2) maps addresses onto 16, 32 or 64 L2 slices only.
+IPOLY = "2"
+IPOLY_SLICES = (16, 32, 64)
+
+
+def _int_option(options: dict[str, str], name: str, default: int) -> int:
+    try:
+        return int(options.get(name, default))
+    except ValueError:
+        raise UserError(f"config: -{name} {options[name]!r} is not a whole number") from None
+
+
+def scalings(options: dict[str, str]) -> list[int]:
+    """The factors k (1 first) by which a config's GPU can be cut to 1/k of its SMs and of its memory channels,
+    both exactly, so that each SM keeps its share of the L2, DRAM and interconnect; the address hash must still
+    accept the slices left. `options`: the merged config (parse_options)."""
+    clusters = _int_option(options, "gpgpu_n_clusters", 1)
+    channels = _int_option(options, "gpgpu_n_mem", 1)
+    per_channel = _int_option(options, "gpgpu_n_sub_partition_per_mchannel", 1)
+    out = []
+    for k in range(1, min(clusters, channels) + 1):
+        if clusters % k or channels % k:
+            continue
+        if options.get("gpgpu_memory_partition_indexing") == IPOLY and channels // k * per_channel not in IPOLY_SLICES:
+            continue
+        out.append(k)
+    return out
+
+
+def scaled(config: SimConfig, options: dict[str, str], k: int) -> SimConfig:
+    """`config` cut to 1/k of its SMs (clusters) and memory channels; `options` is its merged form."""
+    if k not in scalings(options):
+        raise UserError(f"config {config.name} cannot be cut to 1/{k} of its SMs and memory channels exactly; "
+                        f"it can by {', '.join(map(str, scalings(options)))}")
+    clusters = _int_option(options, "gpgpu_n_clusters", 1) // k
+    channels = _int_option(options, "gpgpu_n_mem", 1) // k
+    sms = clusters * _int_option(options, "gpgpu_n_cores_per_cluster", 1)
+    return SimConfig(name=f"{config.name}-{sms}sms", base=config.base,
+                     description=f"{config.name} cut to 1/{k}: {sms} SMs, {channels} memory channels "
+                                 "(sampled simulation: each SM keeps its share of the memory system)",
+                     options={**config.options, "gpgpu_n_clusters": str(clusters), "gpgpu_n_mem": str(channels)})
+
+
+def overlay_text(config: SimConfig) -> str:
+    """An overlay's TOML text (parse_overlay reads it back)."""
+    lines = [f"base = {json.dumps(config.base)}", f"description = {json.dumps(config.description)}", "", "[options]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in config.options.items()]
+    return "\n".join(lines) + "\n"
+
+
 def render_config(pairs: list[tuple[str, str]], header: list[str]) -> str:
     lines = [f"# {h}" for h in header]
     lines += [f"-{name} {value}".rstrip() for name, value in pairs]

@@ -51,13 +51,14 @@ from pathlib import Path
 from ..errors import UserError
 from ..job import Job
 from ..kernels.variants import Kernel
-from ..results.folders import keep_result, new_run_folder, write_json
+from ..results.folders import keep_result, new_run_folder, write_json, write_text
 from ..results.metrics import CHECK_BETTER
 from ..results.record import RunResult
 from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
+from .config import DEFAULT_CONFIG, config_key, load_config, overlay_text, parse_options, scaled, scalings
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 8  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 9  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
@@ -69,6 +70,9 @@ _IPC = {"gpu_ipc": ("gpu_sim_insn", "gpu_sim_cycle"), "gpu_tot_ipc": ("gpu_tot_s
 # more fill and tail than the real batch, so its own value is biased (measured: occupancy 62 % in 3 waves,
 # 56 % in 15).
 _OVER_CYCLES = CYCLE_WEIGHTED - {"gpu_ipc", "theoretical_occupancy"}
+# Of those, the ones summed over the GPU's memory partitions rather than averaged over its SMs: on a GPU cut to
+# 1/k they are 1/k of the whole GPU's.
+_GPU_WIDE = {"L2_BW", "partiton_level_parallism"}
 # The cycle rate's uncertainty, per image past the largest sample, is at least this share of the rate: the
 # real batch's rate drifts from the samples' (its data outgrows the caches, its blocks fall out of step).
 # Calibrated on benchmarks/sampling.py.
@@ -95,24 +99,38 @@ def _footprint_floor(base: str) -> float:
 
 @dataclass(frozen=True)
 class SampleSpec:
-    """How much to simulate: three sample batches of about `waves` waves each."""
+    """How much to simulate: three sample batches of about `waves` waves each, on 1/`scale` of the GPU (None:
+    chosen for each layer, see choose_scale)."""
 
     waves: tuple[float, float, float]
+    scale: int | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> SampleSpec:
-        text = (text or DEFAULT_SPEC).strip().removeprefix("waves=")
+        waves_text, scale = DEFAULT_SPEC, None
+        for part in (text or "").replace(" ", "").split(";"):
+            if part.startswith("scale="):
+                value = part.removeprefix("scale=")
+                if value != "auto":
+                    if not value.isdigit() or int(value) < 1:
+                        raise UserError(f"sample spec {text!r}: scale takes a whole number of 1 or more (the GPU cut "
+                                        "to 1/scale of its SMs and memory channels) or auto, e.g. --sample "
+                                        "'1,2,3;scale=1'")
+                    scale = int(value)
+            elif part:
+                waves_text = part.removeprefix("waves=")
         try:
-            waves = tuple(float(w) for w in text.split(","))
+            waves = tuple(float(w) for w in waves_text.split(","))
         except ValueError:
             waves = ()
         if len(waves) != 3 or not 0 < waves[0] < waves[1] < waves[2]:
             raise UserError(f"sample spec {text!r}: give three increasing wave counts, e.g. --sample 1,2,3 "
-                            f"(the default) or --sample 2,3,4")
-        return cls(waves)  # type: ignore[arg-type]
+                            f"(the default) or --sample 2,3,4, and optionally ';scale=K'")
+        return cls(waves, scale)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        return "waves=" + ",".join(f"{w:g}" for w in self.waves)
+        text = "waves=" + ",".join(f"{w:g}" for w in self.waves)
+        return text if self.scale is None else f"{text};scale={self.scale}"
 
 
 @dataclass(frozen=True)
@@ -166,19 +184,67 @@ def _longest(probe: RunResult, waves: dict[str, float]) -> str:
     return max(waves, key=lambda k: groups[k].get("gpu_sim_cycle", 0))
 
 
-def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> tuple[list[int], float]:
-    """The sample batches for the real `batch`, and the images a wave holds for the kernel with the most
-    cycles (the one the samples are sized for)."""
+def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int,
+                   scale: int = 1) -> tuple[list[int], float]:
+    """The sample batches for the real `batch` on 1/`scale` of the GPU, and the images a wave of that GPU
+    holds for the kernel with the most cycles (the one the samples are sized for)."""
     waves = wave_images(probe, kernel, batch)
     main = _longest(probe, waves)
+    wave = waves[main] / scale
     batches: list[int] = []
     for w in spec.waves:  # whole images, rounded down: a wave part full is linear, a few blocks past one are not
-        batches.append(max(math.floor(w * waves[main] + 1e-9), batches[-1] + 1 if batches else 1))
-    if batches[-1] >= batch:
-        raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, batches))} images for "
-                        f"{spec}; a wave of {main} holds {waves[main]:.3g} images): simulate it whole (drop --sample) "
-                        "or sample fewer waves")
-    return batches, waves[main]
+        batches.append(max(math.floor(w * wave + 1e-9), batches[-1] + 1 if batches else 1))
+    if batches[-1] * scale >= batch:
+        cut = f" on 1/{scale} of the GPU" if scale > 1 else ""
+        raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, batches))} images{cut} "
+                        f"for {spec}; a wave of {main} holds {wave:.3g} images there): simulate it whole (drop "
+                        "--sample) or sample fewer waves")
+    return batches, wave
+
+
+# Images a wave of the cut GPU must hold for choose_scale to cut it: the samples are whole images, so a wave of
+# fewer would be sampled in coarse steps (a wave of 6.4 images is sampled at 0.94, 1.9 and 3 waves already).
+MIN_SCALED_WAVE = 8
+
+
+def probe_options(probe: RunResult) -> dict[str, str]:
+    """The options the probe's simulator read (the merged gpgpusim.config simflow wrote into its folder)."""
+    path = Path(probe.artifacts.get("run_dir", "")) / "gpgpusim.config"
+    return dict(parse_options(path.read_text(errors="replace"))) if path.is_file() else {}
+
+
+def choose_scale(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> int:
+    """The GPU the samples run on, as 1/k of the real one (SMs and memory channels cut alike, so each SM keeps
+    its share of the memory system and a wave takes about the time it takes on the whole GPU): the spec's k,
+    or the smallest GPU whose wave still holds MIN_SCALED_WAVE images. The samples are as many waves on any
+    cut; a wave of 96 images (regtile on fmnist-conv1, 80 SMs) is 24 on a quarter, a quarter of the simulation."""
+    options = probe_options(probe)
+    able = scalings(options) if options else [1]
+    if spec.scale is not None:
+        if spec.scale not in able:
+            raise UserError(f"sample spec {spec}: the probe's GPU (run {probe.run_id}) cannot be cut to 1/{spec.scale} "
+                            f"of its SMs and memory channels exactly; it can by {', '.join(map(str, able))}")
+        return spec.scale
+    waves = wave_images(probe, kernel, batch)
+    wave = waves[_longest(probe, waves)]
+    for k in reversed(able):
+        if wave / k >= MIN_SCALED_WAVE:
+            return k
+    return 1
+
+
+def scaled_job(job: Job, probe: RunResult, scale: int, results: Path) -> Job:
+    """The job on 1/`scale` of its GPU: an overlay written under the results folder (sample-configs/), named by
+    path in the job, as a user's own overlay is."""
+    if scale == 1:
+        return job
+    config = scaled(load_config(job.config or DEFAULT_CONFIG), probe_options(probe), scale)
+    path = results / "sample-configs" / f"{config.name}.toml"
+    text = overlay_text(config)
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
+    return replace(job, config=str(path), config_name=config.name, config_key=config_key(config))
 
 
 def _is_count(name: str) -> bool:
@@ -244,15 +310,19 @@ def _work_spans(points: list[tuple[int, dict[str, float]]], steady: dict[str, fl
 
 def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 wave_images: float | dict[str, float], steady: dict[str, float] | None = None,
-                ctas: Callable[[int], dict[str, int]] | None = None) -> dict[str, Estimate]:
+                ctas: Callable[[int], dict[str, int]] | None = None, scale: int = 1) -> dict[str, Estimate]:
     """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
     `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
     `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
     (steady_cpi): a second measure of how fast cycles grow, and the cycle bound is the larger of the two
     disagreements (first slope vs last, steady rate vs last slope), carried to `batch`.
     `ctas`: per kernel, the CTAs a launch at a batch makes. Where a tile spans images they do not grow with
-    the images, and a count grown along the CTAs instead says how far the images' line may be off."""
-    if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= batch:
+    the images, and a count grown along the CTAs instead says how far the images' line may be off.
+    `scale`: the samples ran on 1/scale of the GPU (its SMs and memory channels). Counts grow per image alike on
+    both, so they are carried to `batch`; the cut GPU runs `batch` / scale images in the waves, and so the
+    cycles, the whole GPU runs `batch` in; rates over the whole GPU (L2 bandwidth) are scale times the cut one's."""
+    at = batch / scale  # the images the cut GPU runs in the time the whole one runs `batch`
+    if len(points) != 3 or not points[0][0] < points[1][0] < points[2][0] <= at:
         raise ValueError("three sampled batches, increasing, none above the real batch")
     (b1, m1), (b2, m2), (b3, m3) = points
     out: dict[str, Estimate] = {}
@@ -281,7 +351,8 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
             first = spans.get(kernel_of(name), 1) if base in _PER_KERNEL_COUNTS else 1
             bf, mf = points[first]
             slope = (v3 - mf[name]) / (b3 - bf)
-            bound = abs(s23 - s12) * (batch - b3)
+            target = at if base == "gpu_sim_cycle" else batch
+            bound = abs(s23 - s12) * (target - b3)
             if base == "gpu_sim_cycle":
                 # how far the rate may be off: from the largest sample's steady state where it has one (and no
                 # less than half the halves' gap, which an uneven wave splits between them), else the halves' gap
@@ -289,14 +360,15 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 gap = abs(s23 - s12) if rate is None else abs(slope - rate)
                 if first == 0:
                     gap = max(gap, abs(s23 - s12) / 2)
-                bound = max(gap, RATE_FLOOR * abs(slope)) * (batch - b3) + TAIL_WAVES * abs(slope) * wave_of(name)
+                bound = max(gap, RATE_FLOOR * abs(slope)) * (at - b3) + TAIL_WAVES * abs(slope) * wave_of(name)
             elif floor := _footprint_floor(base):
                 bound = max(abs(s23 - s12), floor * abs(slope)) * (batch - b3)
             if ctas is not None:
-                cf, c3, cb = (_ctas_of(ctas(b), kernel_of(name)) for b in (bf, b3, batch))
+                cf, c3 = (_ctas_of(ctas(b), kernel_of(name)) for b in (bf, b3))
+                cb = _ctas_of(ctas(batch), kernel_of(name)) * target / batch
                 if c3 > cf:  # the same count grown along the CTAs: where a tile spans images, it differs
-                    bound += abs((v3 - mf[name]) / (c3 - cf) * (cb - c3) - slope * (batch - b3))
-            out[name] = Estimate(max(v3 + slope * (batch - b3), 0.0), bound)  # a count is never negative
+                    bound += abs((v3 - mf[name]) / (c3 - cf) * (cb - c3) - slope * (target - b3))
+            out[name] = Estimate(max(v3 + slope * (target - b3), 0.0), bound)  # a count is never negative
         else:  # steady state: the largest sample's, bounded by its last move
             out[name] = Estimate(v3, abs(v3 - m2[name]))
     # A run of several kernels: its total cycles are its kernels', each estimated on its own.
@@ -310,11 +382,12 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
         if base not in _OVER_CYCLES or cycles not in out or not known:
             continue
         summed = [m[name] * m[cycles] for m in (m1, m2, m3)]
-        value = (summed[2] + (summed[2] - summed[1]) / (b3 - b2) * (batch - b3)) / out[cycles].value \
+        value = (summed[2] + (summed[2] - summed[1]) / (b3 - b2) * (at - b3)) / out[cycles].value \
             if out[cycles].value > 0 else v3
         # bounded by how far the real batch moves it from the largest sample plus that sample's last move, and
         # by no less than the cycle rate's own floor
-        out[name] = Estimate(value, max(abs(value - v3) + abs(v3 - m2[name]), RATE_FLOOR * abs(value)))
+        wide = scale if base in _GPU_WIDE else 1
+        out[name] = Estimate(value * wide, wide * max(abs(value - v3) + abs(v3 - m2[name]), RATE_FLOOR * abs(value)))
     for prefix in {n.split(".", 1)[0] + "." if "." in n else "" for n in out}:
         if prefix + "gpu_tot_sim_cycle" in out and prefix + "gpu_sim_cycle" in out:  # the same cycles, differenced
             out[prefix + "gpu_tot_sim_cycle"] = out[prefix + "gpu_sim_cycle"]
@@ -331,10 +404,11 @@ def at_batch(job: Job, batch: int) -> Job:
 
 
 def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
-                    wall_s: float = 0.0) -> RunResult:
-    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound."""
+                    wall_s: float = 0.0, scale: int = 1) -> RunResult:
+    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound. The samples
+    ran on 1/`scale` of the probe's GPU."""
     batch = job.problem.B
-    waves = wave_images(probe, job.kernel(), batch)
+    waves = {k: w / scale for k, w in wave_images(probe, job.kernel(), batch).items()}
     last = samples[-1]
     steady = {}
     if last.artifacts.get("intervals") and Path(last.artifacts["intervals"]).is_file():
@@ -346,13 +420,15 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
                 steady[kernel] = cpi
     kernel = job.kernel()
     estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady,
-                            lambda images: launch_ctas(kernel, images))
+                            lambda images: launch_ctas(kernel, images), scale)
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
                        problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
                        environment=dict(last.environment), kernels=list(last.kernels),
                        units={k: v for s in samples for k, v in s.units.items()})
     for name, e in estimates.items():
         result.metrics[name] = e.value
+    if scale > 1:  # the GPU estimated is the probe's, not the cut one the samples ran on
+        result.metrics["simulated_sms"] = probe.metrics["simulated_sms"]
     for name in last.metrics:  # the samples' own checks: the worst of them
         if name.split(".", 1)[-1] in CHECK_BETTER:
             values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
@@ -360,7 +436,8 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     main = _longest(probe, waves)
     result.estimate = {
         "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
-        "wave_images": round(waves[main], 4),
+        "wave_images": round(waves[main] * scale, 4), "scale": scale,
+        "sample_config": samples[-1].job.config_name if samples[-1].job else "",
         "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
         "fraction": (probe.problem.B + sum(s.problem.B for s in samples)) / batch,
         "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
