@@ -158,9 +158,11 @@ def merge(base_text: str, overrides: dict[str, str]) -> tuple[list[tuple[str, st
     return merged, added
 
 
-# GPGPU-Sim's IPOLY address hash (gpgpu_memory_partition_indexing 2) maps addresses onto 16, 32 or 64 L2 slices only.
-IPOLY = "2"
+# GPGPU-Sim's IPOLY address hash (gpgpu_memory_partition_indexing 2) maps addresses onto 16, 32 or 64 L2 slices only;
+# its XOR hash (1, BITWISE_PERMUTATION) onto any power of two of memory channels.
+IPOLY, XOR = "2", "1"
 IPOLY_SLICES = (16, 32, 64)
+MIN_CUT_SMS = 8  # a cut GPU keeps at least this many SMs (SM7_QV100_small's): fewer distort the interconnect more
 
 
 def _int_option(options: dict[str, str], name: str, default: int) -> int:
@@ -170,35 +172,51 @@ def _int_option(options: dict[str, str], name: str, default: int) -> int:
         raise UserError(f"config: -{name} {options[name]!r} is not a whole number") from None
 
 
+def _cut_hash(options: dict[str, str], k: int) -> str | None:
+    """The address hash a GPU cut by k uses: its own, or XOR where IPOLY cannot take the slices left (None: the
+    cut is not possible)."""
+    channels = _int_option(options, "gpgpu_n_mem", 1) // k
+    slices = channels * _int_option(options, "gpgpu_n_sub_partition_per_mchannel", 1)
+    indexing = options.get("gpgpu_memory_partition_indexing", "0")
+    if indexing != IPOLY or slices in IPOLY_SLICES:
+        return indexing
+    return XOR if channels & (channels - 1) == 0 else None
+
+
 def scalings(options: dict[str, str]) -> list[int]:
     """The factors k (1 first) by which a config's GPU can be cut to 1/k of its SMs and of its memory channels,
-    both exactly, so that each SM keeps its share of the L2, DRAM and interconnect; the address hash must still
-    accept the slices left. `options`: the merged config (parse_options)."""
+    both exactly, so that each SM keeps its share of the L2, DRAM and interconnect; the cut keeps MIN_CUT_SMS
+    SMs and an address hash that takes the slices left. `options`: the merged config (parse_options)."""
     clusters = _int_option(options, "gpgpu_n_clusters", 1)
     channels = _int_option(options, "gpgpu_n_mem", 1)
-    per_channel = _int_option(options, "gpgpu_n_sub_partition_per_mchannel", 1)
-    out = []
-    for k in range(1, min(clusters, channels) + 1):
-        if clusters % k or channels % k:
+    per_cluster = _int_option(options, "gpgpu_n_cores_per_cluster", 1)
+    out = [1]
+    for k in range(2, min(clusters, channels) + 1):
+        if clusters % k or channels % k or clusters // k * per_cluster < MIN_CUT_SMS:
             continue
-        if options.get("gpgpu_memory_partition_indexing") == IPOLY and channels // k * per_channel not in IPOLY_SLICES:
-            continue
-        out.append(k)
+        if _cut_hash(options, k) is not None:
+            out.append(k)
     return out
 
 
 def scaled(config: SimConfig, options: dict[str, str], k: int) -> SimConfig:
-    """`config` cut to 1/k of its SMs (clusters) and memory channels; `options` is its merged form."""
+    """`config` cut to 1/k of its SMs (clusters) and memory channels; `options` is its merged form. Where the
+    simulator's IPOLY hash cannot take the L2 slices left, the cut hashes addresses onto channels by XOR."""
     if k not in scalings(options):
         raise UserError(f"config {config.name} cannot be cut to 1/{k} of its SMs and memory channels exactly; "
                         f"it can by {', '.join(map(str, scalings(options)))}")
     clusters = _int_option(options, "gpgpu_n_clusters", 1) // k
     channels = _int_option(options, "gpgpu_n_mem", 1) // k
     sms = clusters * _int_option(options, "gpgpu_n_cores_per_cluster", 1)
+    cut = {"gpgpu_n_clusters": str(clusters), "gpgpu_n_mem": str(channels)}
+    hashing = ""
+    if (indexing := _cut_hash(options, k)) != options.get("gpgpu_memory_partition_indexing", "0"):
+        cut["gpgpu_memory_partition_indexing"] = indexing
+        hashing = ", addresses hashed onto channels by XOR (IPOLY takes 16 L2 slices or more)"
     return SimConfig(name=f"{config.name}-{sms}sms", base=config.base,
-                     description=f"{config.name} cut to 1/{k}: {sms} SMs, {channels} memory channels "
+                     description=f"{config.name} cut to 1/{k}: {sms} SMs, {channels} memory channels{hashing} "
                                  "(sampled simulation: each SM keeps its share of the memory system)",
-                     options={**config.options, "gpgpu_n_clusters": str(clusters), "gpgpu_n_mem": str(channels)})
+                     options={**config.options, **cut})
 
 
 def overlay_text(config: SimConfig) -> str:

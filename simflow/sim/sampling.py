@@ -217,7 +217,7 @@ def choose_scale(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
     """The GPU the samples run on, as 1/k of the real one (SMs and memory channels cut alike, so each SM keeps
     its share of the memory system and a wave takes about the time it takes on the whole GPU): the spec's k,
     or the smallest GPU whose wave still holds MIN_SCALED_WAVE images. The samples are as many waves on any
-    cut; a wave of 96 images (regtile on fmnist-conv1, 80 SMs) is 24 on a quarter, a quarter of the simulation."""
+    cut; a wave of 80 images (regtile on fmnist-conv1, 80 SMs) is 10 on an eighth, an eighth of the simulation."""
     options = probe_options(probe)
     able = scalings(options) if options else [1]
     if spec.scale is not None:
