@@ -9,7 +9,9 @@ the layer behaves once the SMs are full:
    real launch makes per image, that says how many images fill the SMs once (a wave), for the kernel
    with the most cycles;
 2. three batches b1 < b2 < b3 of about w1, w2, w3 waves (the spec, default 1,2,3) are simulated, in
-   parallel (local workers, Dask or Slurm, through the sweep engine and its cache). Each is rounded down
+   parallel (local workers, Dask or Slurm, through the sweep engine and its cache), on the GPU cut to 1/k of
+   its SMs and memory channels where a wave holds many images (choose_scale; extrapolate says how the cut
+   GPU's figures carry over). Each is rounded down
    to whole images: an SM runs its resident blocks in step, so a last wave part full costs about its share
    of a wave, but a handful of blocks just past a whole wave run alone at low occupancy and cost most of a
    wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
