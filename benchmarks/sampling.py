@@ -57,6 +57,8 @@ CASES = {
     # of the GPU (10 SMs, 4 memory channels) by default. Small images keep the whole simulation affordable here
     # (fmnist-conv1's own regtile layer, 6 waves whole, would take about two hours).
     "global-1x1": ("global", {}, dict(C=1, M=4, H=8, W=8, K=1), (6,)),
+    # fmnist-conv1's geometry for global (100 CTAs an image, 6.4 images a wave of 80 SMs) at a 1x1 filter's cost
+    "global-1x1-wide": ("global", {}, dict(C=1, M=4, H=80, W=80, K=1), (8,)),
     "regtile-1x1": ("regtile", {}, dict(C=1, M=4, H=8, W=8, K=1), (6,)),
 }
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
