@@ -315,8 +315,12 @@ def test_a_scaled_estimate_says_its_gpu_is_the_probes(tmp_path):
     for s in samples:
         s.metrics["cta_per_core"] = 48
     job = dataclasses.replace(JOB, problem=PROBLEM.with_batch(96000))
+    probe.environment["config_hash"] = "whole"
+    for s in samples:
+        s.environment["config_hash"] = "cut"
     est = estimate_result(job, probe, samples, SampleSpec.parse("1,2,3"), tmp_path, scale=4)
     assert est.metrics["simulated_sms"] == 80 and est.estimate["scale"] == 4
+    assert est.environment["config_hash"] == "whole"  # the record's config is the whole GPU's
     assert est.estimate["wave_images"] == 960  # the whole GPU's wave
     assert est.metrics["gpu_sim_cycle"] == pytest.approx(5000 + 1000 * 96000 / 96 * 4 / 4, rel=1e-9)
 

@@ -425,7 +425,8 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
                             lambda images: launch_ctas(kernel, images), scale)
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
                        problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
-                       environment=dict(last.environment), kernels=list(last.kernels),
+                       # a cut estimate is of the probe's GPU: its config hash, not the cut one's (sample_config)
+                       environment=dict((probe if scale > 1 else last).environment), kernels=list(last.kernels),
                        units={k: v for s in samples for k, v in s.units.items()})
     for name, e in estimates.items():
         result.metrics[name] = e.value
