@@ -80,7 +80,8 @@ def _entry(ptx: str, name: str) -> str:
 VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 4, "rows": 8}, "v4.f32"),
                  ("mma_nchw", {"precision": "fp16"}, "v2.f32"), ("mma_nhwc", {"precision": "tf32"}, "v2.f32"),
                  ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32"), ("wgmma_nhwc", {}, "v2.f32"),
-                 ("wgmma_nhwc", {"io": "float16"}, "v4.u32")]
+                 ("wgmma_nhwc", {"io": "float16"}, "v4.u32"), ("wgmma_nchw", {}, "v4.f32"),
+                 ("wgmma_nchw", {"io": "float16"}, "v2.u32")]  # wgmma_nchw: rows of 4 pixels through shared memory
 
 
 @pytest.mark.parametrize("variant,params,vector", VECTOR_STORES,

@@ -215,6 +215,26 @@ def test_nhwc_half_io_matches_reference(gpu, variant, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+WGMMA_NCHW_SHAPES = [HALF_IO_SHAPES[1],  # 784 pixels: a 128-pixel tile spans two images
+                     Problem(B=3, C=64, M=72, H=14, W=14, K=1, name="1x1-hw196"),  # H*W % 8 == 4: 8-byte half copies
+                     Problem(B=1, C=96, M=300, H=8, W=8, K=1, name="1x1-m300-b1")]  # C, M ragged; one tile of pixels
+WGMMA_NCHW_CONFIGS = [{"io": "float16"}, {"io": "float16", "tile_m": 256}, {"io": "float16", "tile_n": 64},
+                      {"io": "float16", "tile_m": 64, "tile_n": 64, "stages": 3}, {}, {"tile_m": 256, "stages": 3},
+                      {"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "tile_n": 64, "stages": 5}]
+
+
+@pytest.mark.parametrize("problem", WGMMA_NCHW_SHAPES, ids=[p.name for p in WGMMA_NCHW_SHAPES])
+@pytest.mark.parametrize("params", WGMMA_NCHW_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) or "default" for p in WGMMA_NCHW_CONFIGS])
+def test_wgmma_nchw_matches_reference(gpu, params, problem):
+    """The transposed product (x's pixel rows the register A operand) on tiles that span images, ragged C and M,
+    half and float x, both tile shapes."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    result = run(gpu, kernel, problem.B, seed=8, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):
     """streams with io=float16: the page-locked host copies are half, and the split run's y passes the check."""
     problem = Problem(B=6, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120-b6")

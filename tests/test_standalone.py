@@ -14,10 +14,11 @@ from simflow.sim.standalone import build_program, cuda11_toolkit, render_program
 PROBLEM = get_problem("batch3x3")
 WMMA_PROBLEM = get_problem(None, shape="2,1,16,16,16,3,1")  # batch3x3 with 16 output channels
 NHWC_PROBLEM = get_problem(None, shape="2,32,16,16,16,3,1")  # ... and 32 input channels
+POINTWISE_PROBLEM = get_problem(None, shape="2,32,16,16,16,1,0")  # a 1x1 layer (wgmma_nchw)
 
 
 def problem_for(variant):
-    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM}.get(variant, PROBLEM)
+    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM, "wgmma_nchw": POINTWISE_PROBLEM}.get(variant, PROBLEM)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

@@ -437,3 +437,42 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     assert "half* __restrict__ y, int batch)" in half.source
     small = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16", "tile_n": 128, "stages": 3})
     assert small.launches(1)[-1].dynamic_smem == 3 * 256 * 128 + 1024  # above the epilogue's 8 x 16 x 136 x 2
+
+
+def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
+    """wgmma_nchw: the transposed product, x's pixel rows the register A operand (ldmatrix.trans for half x, TF32
+    rounding for float x), the weight rows a swizzled K-major B; 1x1 stride-1 layers with H*W % 4 == 0 only."""
+    layer = get_problem("resnet50-1x1-512-256-28")
+    half = render("wgmma_nchw", layer, {"io": "float16", "tile_m": 256})
+    assert half.arch == "sm_90a" and half.precision == "float16" and half.build_arch("sm_90") == "sm_90a"
+    with pytest.raises(LimitError, match="use mma_nchw, its mma.sync counterpart"):
+        half.build_arch("sm_80")
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in half.source
+    assert '" %132, p, 1, 1, 0;' in half.source  # 128 accumulators, 4 A registers, B's descriptor
+    assert "ldmatrix4_trans(a[kk]" in half.source and "copy16(s + x_dst" in half.source  # 784 % 8 == 0: 8 half pixels
+    (gemm,) = half.launches(32)  # C = 512 is a multiple of 64: half w read in place
+    assert gemm.args == ("x", "w", "y", "batch") and gemm.grid == (32 * 784 // 128, 1, 1) and half.workspace(32) == {}
+    assert gemm.dynamic_smem == 4 * (256 * 128 + 64 * 136 * 2) + 1024  # 64 rows of 128 + 8 half pixels: 17 KB
+    narrow = render("wgmma_nchw", layer, {"io": "float16", "tile_m": 256, "tile_n": 64})  # two warpgroups, 128 each
+    assert "m64n128k16" in narrow.source and "const int ncol = wg * NWG;" in narrow.source
+    assert narrow.launches(32)[0].grid == (32 * 784 // 64, 1, 1)
+    tf32 = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"precision": "tf32"})
+    assert tf32.precision == "tf32" and "m64n128k8.f32.tf32.tf32" in tf32.source and '" %68, p, 1, 1;' in tf32.source
+    assert "wgmma exists on sm_90a only" in tf32.sim_unsupported
+    assert "tf32_bits(r0[0])" in tf32.source and "constexpr int LDX = BP + 8;" in tf32.source
+    weights, gemm = tf32.launches(2)  # float w rounded to TF32 once
+    assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("x", "wh", "y", "batch")
+    assert tf32.workspace(2) == {"wh": 256 * 1024}
+    ragged = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"io": "float16"})  # 196 % 8 == 4
+    assert "copy8(s + x_dst" in ragged.source
+    padded = render("wgmma_nchw", Problem(B=1, C=96, M=40, H=8, W=8, K=1), {})  # float x to half: C padded to 128
+    assert "half2_bits(" in padded.source and "constexpr int CP = 128;" in padded.source
+    assert padded.workspace(1) == {"wh": 40 * 128 * 2 // 4}
+    for shape, limit in (("2,64,64,16,16,3,1", "K=3"), ("2,64,64,16,16,1,0,2", "stride=2"),
+                         ("2,64,64,7,7,1,0", "H\\*W=49")):
+        with pytest.raises(LimitError, match=f"layers wgmma_nchw takes .*{limit}.*use wgmma_nhwc or mma_nchw"):
+            render("wgmma_nchw", get_problem(None, shape=shape))
+    with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
+        render("wgmma_nchw", layer, {"precision": "tf32", "io": "float16"})
+    with pytest.raises(LimitError, match="shared memory per block .* use fewer stages or a smaller tile_m"):
+        render("wgmma_nchw", layer, {"tile_m": 256, "stages": 5})  # float x: 5 x (32 + 33) KB

@@ -416,8 +416,8 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 
     def sim_unsupported(self, params: dict) -> str:
         return Variant.sim_unsupported(self, params) or (
-            "GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma with shared-memory descriptors exists on sm_90a only; "
-            "simulate mma_nhwc's mma.sync, or wmma_nhwc")
+            "GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma exists on sm_90a only; simulate wmma_nhwc or wmma "
+            "(WMMA, sm_70) for the tensor-core path")
 
     @classmethod
     def step_k(cls, params: dict) -> int:
@@ -435,6 +435,94 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
             smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
         return smem
+
+
+@dataclass(frozen=True)
+class WgmmaNchwVariant(Variant):
+    """wgmma on a 1x1 stride-1 layer with x read where it lies (NCHW): the product is taken transposed, out[pixel]
+    [channel], so that x's pixel-major rows are the A operand, loaded into registers (ldmatrix.trans for half x;
+    wgmma cannot transpose a TF32 operand in shared memory), and the weights' rows the K-major B operand in
+    shared memory. On the 1x1 layers at 28x28 and 56x56 the channel-last copy wgmma_nhwc makes costs as much as
+    cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate."""
+
+    ROW = WgmmaNhwcVariant.ROW
+    SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
+
+    def check(self, problem: Problem, params: dict) -> None:
+        if not vector_columns(problem):
+            raise LimitError(f"layers {self.name} takes (x's rows copied 4 pixels at a time)",
+                             f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, H*W={problem.H * problem.W}",
+                             "K=1, stride=1, pad=0, H*W a multiple of 4", "use wgmma_nhwc or mma_nchw on this layer")
+        if params["io"] == "float16":
+            _check_half_io(self.name, params)
+        need = self.smem_bytes(problem, params)
+        if need > self.SMEM_LIMIT:
+            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
+                             f"{params['tile_m']} weight rows of 128 bytes and a {self.step_k(params)} x "
+                             f"{params['tile_n']} pixel tile", f"{self.SMEM_LIMIT:,} bytes",
+                             "use fewer stages or a smaller tile_m")
+
+    def precision_of(self, params: dict) -> str:
+        return "float16" if params["precision"] == "fp16" else "tf32"
+
+    def arch(self, params: dict) -> str:
+        return "sm_90a"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return WgmmaNhwcVariant.sim_unsupported(self, params)
+
+    @classmethod
+    def step_k(cls, params: dict) -> int:
+        """Channels of a k step: one 128-byte weight row (64 half, 32 TF32)."""
+        return cls.ROW // (2 if params["precision"] == "fp16" else 4)
+
+    @staticmethod
+    def x_bytes(params: dict) -> int:
+        return 2 if params["io"] == "float16" else 4
+
+    def layout(self, problem: Problem, params: dict) -> dict:
+        """Template values: the k step, padded channels, a warpgroup's wgmma N, pixels of an x copy (8 half
+        where H*W allows, else 4) and the x tile's row skew (conflict-free fragment reads, see the template)."""
+        half_io, bk = params["io"] == "float16", self.step_k(params)
+        skew = 8 if half_io or params["precision"] == "tf32" else 4
+        xv = 8 if half_io and (problem.H * problem.W) % 8 == 0 else 4
+        return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
+                "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
+                "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "skew": skew, "half_io": half_io}
+
+    def smem_bytes(self, problem: Problem, params: dict) -> int:
+        """The pipeline's stages (weight rows, then the x tile rounded to 1024 bytes), or the output tile if more,
+        and 1024 bytes to align them to the swizzle's period."""
+        v = self.layout(problem, params)
+        x_tile = math.ceil(v["bk"] * (v["bp"] + v["skew"]) * self.x_bytes(params) / 1024) * 1024
+        pipeline = params["stages"] * (v["bn"] * self.ROW + x_tile)
+        out_tile = v["bn"] * (v["bp"] + (8 if v["half_io"] else 4)) * self.x_bytes(params)
+        return max(pipeline, out_tile) + 1024
+
+    def weights_in_place(self, problem: Problem, params: dict) -> bool:
+        return _weights_in_place(problem, params, _round_up(problem.C, self.step_k(params)))
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**self.layout(problem, params), "w_in_place": self.weights_in_place(problem, params)}
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        p, params = kernel.problem, kernel.params
+        if self.weights_in_place(p, params):
+            return {}
+        size = 2 if params["precision"] == "fp16" else 4
+        return {"wh": math.ceil(p.M * _round_up(p.C, self.step_k(params)) * size / 4)}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        name = f"conv2d_{self.name}"
+        gemm = Launch(kernel=name, grid=(math.ceil(_columns(p, batch) / params["tile_n"]),
+                                         math.ceil(p.M / params["tile_m"]), 1),
+                      block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params), args=("x", "wh", "y", "batch"))
+        if self.weights_in_place(p, params):
+            return [dataclasses.replace(gemm, args=("x", "w", "y", "batch"))]
+        cp = _round_up(p.C, self.step_k(params))
+        return [Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp / 256), 1, 1), block=(256, 1, 1),
+                       args=("w", "wh")), gemm]
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ class Kernel:
         if self.arch.rstrip("a") != device_arch:
             raise LimitError(f"GPU architecture of {self.variant} (instructions that exist on {self.arch} only)",
                              device_arch, f"{self.arch.rstrip('a')} (H100/H200)",
-                             "use mma_nhwc, its mma.sync counterpart (sm_80+)")
+                             f"use {self.variant.replace('wgmma', 'mma')}, its mma.sync counterpart (sm_80+)")
         return self.arch
 
     @property

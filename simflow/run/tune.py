@@ -51,7 +51,11 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
              ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
              ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6})],  # added 2026-11-24
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6}),  # added 2026-11-24
+             # wgmma reading x in place: 1x1 stride-1 layers only (2026-11-26, PERFORMANCE.md session 20)
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256}), ("wgmma_nchw", {"precision": "tf32", "stages": 6}),
+             ("wgmma_nchw", {"precision": "tf32", "stages": 3}),
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -63,7 +67,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
                 ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6})],  # Hopper's wgmma: added 2026-11-24
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6}),  # Hopper's wgmma: added 2026-11-24
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64})],  # 1x1 stride-1 only, 2026-11-26
 }
 
 
