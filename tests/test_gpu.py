@@ -201,7 +201,8 @@ NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-r
 
 NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4},
                                                           {"split": 2}, {"split": 4, "tile_n": 256})),
-                     *(("wgmma_nhwc", params) for params in ({}, {"tile_n": 128, "stages": 3}))]
+                     *(("wgmma_nhwc", params) for params in ({}, {"tile_n": 128, "stages": 3}, {"split": 2},
+                                                            {"split": 4, "tile_n": 128}))]
 
 
 @pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
@@ -211,6 +212,41 @@ NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "
 def test_nhwc_half_io_matches_reference(gpu, variant, params, problem):
     kernel = VARIANTS[variant].render(problem, {"precision": "fp16", "io": "float16", **params})
     result = run(gpu, kernel, problem.B, seed=6, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
+WEIGHT_COPY_SHAPES = [Problem(B=2, C=40, M=32, H=9, W=9, K=k, pad=k // 2, name=f"{k}x{k}-c40") for k in (1, 2, 7, 11)]
+
+
+@pytest.mark.parametrize("problem", WEIGHT_COPY_SHAPES, ids=[p.name for p in WEIGHT_COPY_SHAPES])
+@pytest.mark.parametrize("variant,params", [("mma_nhwc", {"precision": "tf32"}), ("mma_nchw", {"precision": "fp16"}),
+                                            ("wgmma_nhwc", {"io": "float16"}), ("wmma_nhwc", {})])
+def test_weight_copy_transposes_every_filter_size(gpu, variant, params, problem):
+    """The _w kernel (a warp per 32 channels of an output channel, 8 or 1 warps a block by K): 40 channels are a
+    whole and a ragged chunk, K*K even (bank skew) and 7x7, 11x11 (one warp a block)."""
+    try:
+        kernel = VARIANTS[variant].render(problem, params)
+    except LimitError as exc:
+        pytest.skip(f"refused, as it should be: {exc}")
+    assert any(launch.kernel.endswith("_w") for launch in kernel.launches(problem.B))
+    result = run(gpu, kernel, problem.B, seed=10, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
+WGMMA_SPLIT_CONFIGS = [{"precision": "tf32", "split": 2}, {"precision": "tf32", "split": 4, "tile_n": 128, "stages": 3},
+                       {"split": 8}]  # 3x3-hw49 has 9 k steps: blocks 5-7 of split 8 have none and add zeros
+
+
+@pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
+@pytest.mark.parametrize("params", WGMMA_SPLIT_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in WGMMA_SPLIT_CONFIGS])
+def test_wgmma_nhwc_split_k_matches_reference(gpu, params, problem):
+    """Split-K on wgmma: float y added into by the splits (TF32, fp16 inputs), odd HW, stride 2, empty k ranges."""
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, params)
+    assert kernel.launches(problem.B)[-1].grid[2] == params["split"]
+    result = run(gpu, kernel, problem.B, seed=9, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 

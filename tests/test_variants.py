@@ -236,7 +236,8 @@ def test_wmma_nhwc_pads_the_channels_to_its_k_step():
     small = render("wmma_nhwc", WMMA_PROBLEM)  # C = 3: padded with zeros to 32 in both channel-last copies
     assert "constexpr int CP = 32;" in small.source
     assert small.workspace(2)["xh"] == 2 * 32 * WMMA_PROBLEM.H * WMMA_PROBLEM.W // 2
-    assert small.launches(2)[0].grid[1] == 1 and small.launches(2)[1].grid[0] == -(-WMMA_PROBLEM.M * 32 * 25 // 256)
+    weights = small.launches(2)[1]  # a warp for each 32 channels of each output channel, 8 warps a block
+    assert small.launches(2)[0].grid[1] == 1 and weights.grid[0] == WMMA_PROBLEM.M // 8 and weights.block == (32, 8, 1)
     kernel = render("wmma_nhwc", get_problem("toycnn"))
     names = [launch.kernel for launch in kernel.launches(1)]
     assert names == ["conv2d_wmma_nhwc_x", "conv2d_wmma_nhwc_w", "conv2d_wmma_nhwc"]
@@ -437,6 +438,40 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     assert "half* __restrict__ y, int batch)" in half.source
     small = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16", "tile_n": 128, "stages": 3})
     assert small.launches(1)[-1].dynamic_smem == 3 * 256 * 128 + 1024  # above the epilogue's 8 x 16 x 136 x 2
+
+
+def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
+    """The 7x7 layers have 13 tiles of 128 pixels x 4 of 128 channels for 132 SMs: split-K (blocks over a share of
+    the k steps, adding into zeroed y, or into float sums rounded to half y once) or 64-pixel tiles."""
+    layer = get_problem("resnet50-3x3-512-512-7")
+    split = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "split": 2})
+    *_, zero, gemm = split.launches(32)
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in split.launches(32)] == ["_x", "_w", "_zero", ""]
+    assert gemm.grid == (13, 4, 2) and zero.args == ("y", "batch") and gemm.args == ("xh", "wh", "y", "batch")
+    assert "PER_SPLIT = (KSTEPS + SPLIT - 1) / SPLIT" in split.source
+    assert "atomicAdd(out + (size_t)m * HW, acc[i][j][2 * h]);" in split.source  # HW = 49: one column an atomic
+    half = render("wgmma_nhwc", layer, {"io": "float16", "split": 4})
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "_w", "_zero", "",
+                                                                                          "_half"]
+    assert half.launches(32)[3].args == ("xh", "wh", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
+    assert "float* __restrict__ y, int batch)" in half.source  # the GEMM adds into the float sums
+    narrow = render("wgmma_nhwc", layer, {"tile_n": 64})
+    assert "m64n64k16" in narrow.source and " %32, %33, p, 1, 1, 0, 0;" in narrow.source
+    gemm = narrow.launches(32)[-1]
+    assert gemm.grid == (25, 4, 1) and gemm.dynamic_smem == 4 * (128 + 64) * 128 + 1024
+    assert render("wgmma_nhwc", layer).launches(32)[-1].grid == (7, 4, 1)  # tile_n=256, no split: 28 blocks
+
+
+def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
+    """The _w kernels of the channel-last templates: 8 warps a block while their shared tiles fit 48 KB (K <= 5),
+    one for 7x7 and 11x11 filters; rows of an odd number of words."""
+    for k, warps in ((3, 8), (2, 8), (5, 8), (7, 1), (11, 1)):
+        layer = Problem(B=2, C=40, M=32, H=16, W=16, K=k, pad=k // 2, name=f"{k}x{k}")
+        kernel = render("mma_nhwc", layer, {"precision": "tf32"})
+        weights = kernel.launches(2)[1]
+        assert weights.kernel == "conv2d_mma_nhwc_w" and weights.block == (32, warps, 1)
+        assert weights.grid == (-(-32 * 2 // warps), 1, 1)  # CP = 64 (bk 32 halves: 16 TF32 channels): 2 chunks
+        assert f"WCOPY_WARPS = {warps}," in kernel.source and "WCOPY_S = (K * K) | 1" in kernel.source
 
 
 def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():

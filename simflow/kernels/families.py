@@ -287,7 +287,7 @@ class WmmaNhwcVariant(WmmaVariant):
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {"bm": self.TILE, "bn": params["tile_n"], "bk": self.step_k(params),
-                "cp": self.padded_channels(problem, params)}
+                "cp": self.padded_channels(problem, params), "w_warps": _weight_copy_warps(problem.K)}
 
     @staticmethod
     def element_bytes(kernel: Kernel) -> int:
@@ -311,8 +311,7 @@ class WmmaNhwcVariant(WmmaVariant):
         return [
             Launch(kernel=f"{name}_x", grid=(math.ceil(self.copy_pixels(p) / 32), cp // 32, batch), block=(32, 8, 1),
                    args=("x", "xh", "batch")),
-            Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp * p.K * p.K / 256), 1, 1), block=(256, 1, 1),
-                   args=("w", "wh")),
+            weight_copy(name, p, cp),
             Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
                    dynamic_smem=self.gemm_smem(kernel), args=("xh", "wh", "y", "batch")),
         ]
@@ -503,7 +502,8 @@ class WgmmaNchwVariant(Variant):
         return _weights_in_place(problem, params, _round_up(problem.C, self.step_k(params)))
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {**self.layout(problem, params), "w_in_place": self.weights_in_place(problem, params)}
+        return {**self.layout(problem, params), "w_in_place": self.weights_in_place(problem, params),
+                "w_warps": _weight_copy_warps(problem.K)}
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p, params = kernel.problem, kernel.params
@@ -520,9 +520,7 @@ class WgmmaNchwVariant(Variant):
                       block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params), args=("x", "wh", "y", "batch"))
         if self.weights_in_place(p, params):
             return [dataclasses.replace(gemm, args=("x", "w", "y", "batch"))]
-        cp = _round_up(p.C, self.step_k(params))
-        return [Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * cp / 256), 1, 1), block=(256, 1, 1),
-                       args=("w", "wh")), gemm]
+        return [weight_copy(name, p, _round_up(p.C, self.step_k(params))), gemm]
 
 
 @dataclass(frozen=True)
@@ -605,13 +603,18 @@ class MmaNchwVariant(Variant):
             return _round_up(problem.K * problem.K * problem.C, params["bk"])
         return _round_up(problem.C, params["bk"]) * problem.K * problem.K
 
+    @staticmethod
+    def padded_channels(problem: Problem, params: dict) -> int:
+        """Channels of wh a tap: C padded to a multiple of bk, or C itself when gathered (C < bk)."""
+        return problem.C if problem.C < params["bk"] else _round_up(problem.C, params["bk"])
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
         gather = problem.C < params["bk"]
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
                 "half_io": params["io"] == "float16",
-                "cp": problem.C if gather else _round_up(problem.C, params["bk"]),
+                "cp": self.padded_channels(problem, params),
                 "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and vector_columns(problem),
-                "w_in_place": self.weights_in_place(problem, params)}
+                "w_in_place": self.weights_in_place(problem, params), "w_warps": _weight_copy_warps(problem.K)}
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         return _weights_in_place(problem, params, self.kdim(problem, params))
@@ -624,7 +627,6 @@ class MmaNchwVariant(Variant):
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params = kernel.problem, kernel.params
-        kdim = self.kdim(p, params)
         columns = _columns(p, batch)
         eb, bk, bm, bn = self.element_bytes(params), params["bk"], params["tile_m"], params["tile_n"]
         if params["io"] == "float16":  # Bs in half, rows skewed by 16 bytes
@@ -635,8 +637,7 @@ class MmaNchwVariant(Variant):
         if params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(bm, bn))
         name = f"conv2d_{self.name}"
-        weights = Launch(kernel=f"{name}_w", grid=(math.ceil(p.M * kdim / 256), 1, 1), block=(256, 1, 1),
-                         args=("w", "wh"))
+        weights = weight_copy(name, p, self.padded_channels(p, params))
         in_place = self.weights_in_place(p, params)
         gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
                       block=(256, 1, 1), dynamic_smem=smem, args=("x", "w" if in_place else "wh", "y", "batch"))
@@ -670,6 +671,20 @@ def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
     """Half w of a 1x1 layer whose C needs no padding (kdim == C) already is the GEMM's wh[m][c]: the tensor-core
     kernels read it where it lies, one launch fewer (a few microseconds of a 10-30 us layer)."""
     return params.get("io") == "float16" and problem.K == 1 and kdim == problem.C
+
+
+def weight_copy(gemm: str, problem: Problem, cp: int) -> Launch:
+    """The launch of a template's `_w` kernel (_async.cu.j2 channel_last_w): w [M][C][K][K] -> wh [M][K][K][cp],
+    a warp for each 32 channels of each output channel."""
+    warps = _weight_copy_warps(problem.K)
+    return Launch(kernel=f"{gemm}_w", grid=(math.ceil(problem.M * math.ceil(cp / 32) / warps), 1, 1),
+                  block=(32, warps, 1), args=("w", "wh"))
+
+
+def _weight_copy_warps(k: int) -> int:
+    """Warps a block of the weight copy: 8 while their shared tiles (32 channels x K*K, odd, floats a warp) stay
+    under 48 KB of static shared memory (K <= 5), else 1 (7x7 and 11x11 first layers: small weights)."""
+    return 8 if 8 * 32 * ((k * k) | 1) * 4 <= 48 * 1024 else 1
 
 
 def _half_epilogue_smem(bm: int, bn: int) -> int:

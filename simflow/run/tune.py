@@ -52,6 +52,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
              ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6}),  # added 2026-11-24
+             # split-K and 64-pixel tiles: the 7x7 and 14x14 layers (2026-11-26, PERFORMANCE.md session 21)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "split": 2}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 64}),
              # wgmma reading x in place: 1x1 stride-1 layers only (2026-11-26, PERFORMANCE.md session 20)
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 256}), ("wgmma_nchw", {"precision": "tf32", "stages": 6}),
              ("wgmma_nchw", {"precision": "tf32", "stages": 3}),
@@ -68,6 +71,7 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
                 ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6}),  # Hopper's wgmma: added 2026-11-24
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 64}),  # the 7x7 and 14x14 layers: 2026-11-26
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64})],  # 1x1 stride-1 only, 2026-11-26
