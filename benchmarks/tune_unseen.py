@@ -28,6 +28,7 @@ LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 la
     ("11x11/4 3->96 at 227 (AlexNet conv1)", "32,3,96,227,227,11,0,4", ("float32",)),
     ("3x3 3->64 at 224 (VGG conv1_1)", "16,3,64,224,224,3,1,1", ("float32",)),
     ("1x1 512->256 at 28", "32,512,256,28,28,1,0,1", ("tf32", "float16")),
+    ("3x3 384->384 at 7, batch 64", "64,384,384,7,7,3,1,1", ("tf32", "float16")),  # fewer tiles than SMs
 ]
 
 

@@ -256,7 +256,9 @@ WGMMA_NCHW_SHAPES = [HALF_IO_SHAPES[1],  # 784 pixels: a 128-pixel tile spans tw
                      Problem(B=1, C=96, M=300, H=8, W=8, K=1, name="1x1-m300-b1")]  # C, M ragged; one tile of pixels
 WGMMA_NCHW_CONFIGS = [{"io": "float16"}, {"io": "float16", "tile_m": 256}, {"io": "float16", "tile_n": 64},
                       {"io": "float16", "tile_m": 64, "tile_n": 64, "stages": 3}, {}, {"tile_m": 256, "stages": 3},
-                      {"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "tile_n": 64, "stages": 5}]
+                      {"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "tile_n": 64, "stages": 5},
+                      {"io": "float16", "persistent": True}, {"precision": "tf32", "tile_n": 64, "persistent": True},
+                      {"tile_m": 64, "tile_n": 64, "stages": 3, "persistent": True}]
 
 
 @pytest.mark.parametrize("problem", WGMMA_NCHW_SHAPES, ids=[p.name for p in WGMMA_NCHW_SHAPES])
@@ -269,6 +271,29 @@ def test_wgmma_nchw_matches_reference(gpu, params, problem):
     result = run(gpu, kernel, problem.B, seed=8, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
+PERSISTENT_CASES = [  # (problem, params): weight-stationary (2 channel tiles; 1) and rotating weights (10 k steps)
+    (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
+     {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}),
+    (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
+     {"precision": "tf32", "stages": 3, "persistent": True}),
+    (Problem(B=32, C=640, M=200, H=28, W=28, K=1, name="1x1-c640-m200-b32"), {"io": "float16", "persistent": True})]
+
+
+@pytest.mark.parametrize("problem,params", PERSISTENT_CASES,
+                         ids=[f"{p.name}-{'-'.join(f'{k}={v}' for k, v in q.items())}" for p, q in PERSISTENT_CASES])
+def test_persistent_wgmma_nchw_loops_over_tiles(gpu, problem, params):
+    """persistent: as many blocks as the GPU holds (a multiple of the channel tiles when each keeps one channel
+    tile's weights), each over several tiles with the pipeline running on across them; ragged M."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    gemm = kernel.launches(problem.B)[-1]
+    result = run(gpu, kernel, problem.B, seed=11, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+    prefix = "conv2d_wgmma_nchw." if len(kernel.kernel_names) > 1 else ""
+    held = gpu.limits.sm_count * result.metrics[prefix + "blocks_per_sm"]
+    assert result.metrics[prefix + "grid_blocks"] == held // gemm.persistent * gemm.persistent < gemm.grid[0]
 
 
 def test_mma_nchw_half_io_streams_copy_half_tensors(gpu):

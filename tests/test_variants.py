@@ -462,6 +462,28 @@ def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
     assert render("wgmma_nhwc", layer).launches(32)[-1].grid == (7, 4, 1)  # tile_n=256, no split: 28 blocks
 
 
+def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
+    """persistent: the launch counts tiles and is marked so the launcher caps it at what the GPU holds; the output
+    tile gets shared memory of its own (the next tile's copies fill the stages meanwhile). Where a channel tile's
+    weights fit too (few k steps), each block keeps one channel tile's weights and the grid comes in whole
+    multiples of the channel tiles."""
+    stage, out = 128 * 128 + 64 * 136 * 2, 128 * 136 * 2  # weight rows and x tile (17,408 bytes); half output tile
+    short = get_problem("resnet50-1x1-128-512-28")  # 2 k steps of 64 channels
+    plain = render("wgmma_nchw", short, {"io": "float16"})
+    stationary = render("wgmma_nchw", short, {"io": "float16", "persistent": True})
+    a, b = plain.launches(32)[-1], stationary.launches(32)[-1]
+    assert a.grid == b.grid == (32 * 784 // 128 * 4, 1, 1) and a.persistent == 0 and b.persistent == 4
+    assert a.dynamic_smem == 4 * stage + 1024 and b.dynamic_smem == 2 * 128 * 128 + 4 * 64 * 136 * 2 + out + 1024
+    assert "OUT_OFFSET = KSTEPS * W_BYTES + STAGES * X_BYTES" in stationary.source and "OUT_OFFSET = 0" in plain.source
+    long = get_problem("resnet50-1x1-1024-256-14")  # 16 k steps: 256 KB of weights a channel tile
+    rotating = render("wgmma_nchw", long, {"io": "float16", "persistent": True})
+    c = rotating.launches(32)[-1]
+    assert c.persistent == 1 and c.dynamic_smem == 4 * stage + out + 1024
+    assert "OUT_OFFSET = STAGES * STAGE_BYTES" in rotating.source and "load_w(tile_m0(i)" in rotating.source
+    with pytest.raises(LimitError, match="and the output tile, the limit is 232,448 bytes"):
+        render("wgmma_nchw", long, {"io": "float16", "persistent": True, "stages": 6})
+
+
 def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
     """The _w kernels of the channel-last templates: 8 warps a block while their shared tiles fit 48 KB (K <= 5),
     one for 7x7 and 11x11 filters; rows of an odd number of words."""
@@ -484,7 +506,7 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
         half.build_arch("sm_80")
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in half.source
     assert '" %132, p, 1, 1, 0;' in half.source  # 128 accumulators, 4 A registers, B's descriptor
-    assert "ldmatrix4_trans(a[kk]" in half.source and "copy16(s + x_dst" in half.source  # 784 % 8 == 0: 8 half pixels
+    assert "ldmatrix4_trans(a[kk]" in half.source and "copy16(dst + x_dst" in half.source  # 784 % 8 == 0: 8 half pixels
     (gemm,) = half.launches(32)  # C = 512 is a multiple of 64: half w read in place
     assert gemm.args == ("x", "w", "y", "batch") and gemm.grid == (32 * 784 // 128, 1, 1) and half.workspace(32) == {}
     assert gemm.dynamic_smem == 4 * (256 * 128 + 64 * 136 * 2) + 1024  # 64 rows of 128 + 8 half pixels: 17 KB
@@ -499,7 +521,7 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("x", "wh", "y", "batch")
     assert tf32.workspace(2) == {"wh": 256 * 1024}
     ragged = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"io": "float16"})  # 196 % 8 == 4
-    assert "copy8(s + x_dst" in ragged.source
+    assert "copy8(dst + x_dst" in ragged.source
     padded = render("wgmma_nchw", Problem(B=1, C=96, M=40, H=8, W=8, K=1), {})  # float x to half: C padded to 128
     assert "half2_bits(" in padded.source and "constexpr int CP = 128;" in padded.source
     assert padded.workspace(1) == {"wh": 40 * 128 * 2 // 4}

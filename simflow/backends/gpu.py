@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import math
 import os
 import shutil
@@ -231,6 +232,7 @@ class GpuBackend(Backend):
         for func, launch in zip(functions, launches, strict=True):
             if launch.dynamic_smem > self.limits.smem_per_block:
                 func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.dynamic_smem)
+        launches = self._resident(functions, launches)
         self._resources(result, functions, launches)
         try:
             self._execute(kernel, problem, module, functions, launches, job, result)
@@ -269,6 +271,21 @@ class GpuBackend(Backend):
                   "bad": int(n[0]), "unwritten": int(n[1]), "worst": int(n[2])}
                  for s, n in zip(sums.tolist(), counts.tolist(), strict=True)]
         return verdict(parts, total, shape, kernel.precision, "full", tolerance=tol)
+
+    def _resident(self, functions, launches: list[Launch]) -> list[Launch]:
+        """A persistent launch's grid: no more blocks than this GPU holds at once (each loops over the tiles), a
+        multiple of launch.persistent."""
+        fitted = []
+        for func, launch in zip(functions, launches, strict=True):
+            if launch.persistent:
+                regs = func.get_attribute(drv.function_attribute.NUM_REGS)
+                smem = func.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES) + launch.dynamic_smem
+                per_sm = theoretical_occupancy(self.limits, launch.threads_per_block, regs, smem).blocks_per_sm
+                every = launch.persistent
+                blocks = min(launch.grid[0], max(every, self.limits.sm_count * max(1, per_sm) // every * every))
+                launch = dataclasses.replace(launch, grid=(blocks, *launch.grid[1:]))
+            fitted.append(launch)
+        return fitted
 
     def _resources(self, result: RunResult, functions, launches: list[Launch]) -> None:
         several = len(launches) > 1
@@ -382,7 +399,7 @@ class GpuBackend(Backend):
             for i in range(count):
                 images = problem.B // count + (1 if i < problem.B % count else 0)
                 space = {name: drv.mem_alloc(4 * n) for name, n in kernel.workspace(images).items()}
-                parts.append((drv.Stream(), first, images, kernel.launches(images), space))
+                parts.append((drv.Stream(), first, images, self._resident(functions, kernel.launches(images)), space))
                 first += images
             return parts
 

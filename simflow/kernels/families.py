@@ -458,8 +458,8 @@ class WgmmaNchwVariant(Variant):
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
                              f"{params['tile_m']} weight rows of 128 bytes and a {self.step_k(params)} x "
-                             f"{params['tile_n']} pixel tile", f"{self.SMEM_LIMIT:,} bytes",
-                             "use fewer stages or a smaller tile_m")
+                             f"{params['tile_n']} pixel tile" + (" and the output tile" * params["persistent"]),
+                             f"{self.SMEM_LIMIT:,} bytes", "use fewer stages or a smaller tile_m")
 
     def precision_of(self, params: dict) -> str:
         return "float16" if params["precision"] == "fp16" else "tf32"
@@ -489,21 +489,39 @@ class WgmmaNchwVariant(Variant):
                 "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
                 "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "skew": skew, "half_io": half_io}
 
-    def smem_bytes(self, problem: Problem, params: dict) -> int:
-        """The pipeline's stages (weight rows, then the x tile rounded to 1024 bytes), or the output tile if more,
-        and 1024 bytes to align them to the swizzle's period."""
+    def smem_parts(self, problem: Problem, params: dict) -> tuple[int, int, int]:
+        """Bytes of a weight tile (a k step of the block's output channels), an x tile (rounded to 1024) and the
+        output tile."""
         v = self.layout(problem, params)
         x_tile = math.ceil(v["bk"] * (v["bp"] + v["skew"]) * self.x_bytes(params) / 1024) * 1024
-        pipeline = params["stages"] * (v["bn"] * self.ROW + x_tile)
-        out_tile = v["bn"] * (v["bp"] + (8 if v["half_io"] else 4)) * self.x_bytes(params)
-        return max(pipeline, out_tile) + 1024
+        return v["bn"] * self.ROW, x_tile, v["bn"] * (v["bp"] + (8 if v["half_io"] else 4)) * self.x_bytes(params)
+
+    def stationary(self, problem: Problem, params: dict) -> bool:
+        """persistent, and the block's weights (all k steps) fit beside the x stages and the output tile: each block
+        then keeps one channel tile and loads its weights once."""
+        w_tile, x_tile, out_tile = self.smem_parts(problem, params)
+        ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
+        need = ksteps * w_tile + params["stages"] * x_tile + out_tile + 1024
+        return params["persistent"] and need <= self.SMEM_LIMIT
+
+    def smem_bytes(self, problem: Problem, params: dict) -> int:
+        """The pipeline's stages (weight rows, then the x tile) and the output tile (over the stages, or beside them
+        when persistent; weight-stationary: all the weights, the x stages, the output tile), and 1024 bytes to
+        align them to the swizzle's period."""
+        w_tile, x_tile, out_tile = self.smem_parts(problem, params)
+        if self.stationary(problem, params):
+            ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
+            return ksteps * w_tile + params["stages"] * x_tile + out_tile + 1024
+        pipeline = params["stages"] * (w_tile + x_tile)
+        return (pipeline + out_tile if params["persistent"] else max(pipeline, out_tile)) + 1024
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         return _weights_in_place(problem, params, _round_up(problem.C, self.step_k(params)))
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**self.layout(problem, params), "w_in_place": self.weights_in_place(problem, params),
-                "w_warps": _weight_copy_warps(problem.K)}
+                "w_warps": _weight_copy_warps(problem.K), "persistent": params["persistent"],
+                "stationary": self.stationary(problem, params)}
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p, params = kernel.problem, kernel.params
@@ -515,9 +533,11 @@ class WgmmaNchwVariant(Variant):
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params = kernel.problem, kernel.params
         name = f"conv2d_{self.name}"
-        gemm = Launch(kernel=name, grid=(math.ceil(_columns(p, batch) / params["tile_n"]),
-                                         math.ceil(p.M / params["tile_m"]), 1),
-                      block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params), args=("x", "wh", "y", "batch"))
+        channel_tiles = math.ceil(p.M / params["tile_m"])
+        tiles = math.ceil(_columns(p, batch) / params["tile_n"]) * channel_tiles
+        every = (channel_tiles if self.stationary(p, params) else 1) if params["persistent"] else 0
+        gemm = Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
+                      args=("x", "wh", "y", "batch"), persistent=every)
         if self.weights_in_place(p, params):
             return [dataclasses.replace(gemm, args=("x", "w", "y", "batch"))]
         return [weight_copy(name, p, _round_up(p.C, self.step_k(params))), gemm]

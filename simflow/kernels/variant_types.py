@@ -82,6 +82,9 @@ class Launch:
     block: tuple[int, int, int]
     dynamic_smem: int = 0
     args: tuple[str, ...] = ("x", "w", "y", "batch")
+    # n > 0: grid[0] counts tiles and each block loops over its share of them, so a launcher may start only as many
+    # blocks as the device holds at once, a multiple of n (any such grid[0] gives the same result)
+    persistent: int = 0
 
     @property
     def threads_per_block(self) -> int:

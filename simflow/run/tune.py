@@ -58,7 +58,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              # wgmma reading x in place: 1x1 stride-1 layers only (2026-11-26, PERFORMANCE.md session 20)
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 256}), ("wgmma_nchw", {"precision": "tf32", "stages": 6}),
              ("wgmma_nchw", {"precision": "tf32", "stages": 3}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64})],
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64}),
+             # persistent: the 1x1 layers at 28 and 56 (2026-11-26, PERFORMANCE.md session 21)
+             ("wgmma_nchw", {"precision": "tf32", "persistent": True}),
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -74,7 +77,11 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 64}),  # the 7x7 and 14x14 layers: 2026-11-26
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64})],  # 1x1 stride-1 only, 2026-11-26
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # 1x1 stride-1 only, 2026-11-26
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "stages": 3, "persistent": True}),  # session 21
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True}),
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64, "persistent": True}),
+                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "persistent": True})],
 }
 
 
