@@ -81,7 +81,7 @@ VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 
                  ("mma_nchw", {"precision": "fp16"}, "v2.f32"), ("mma_nhwc", {"precision": "tf32"}, "v2.f32"),
                  ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32"), ("wgmma_nhwc", {}, "v2.f32"),
                  ("wgmma_nhwc", {"io": "float16"}, "v4.u32"), ("wgmma_nchw", {}, "v4.f32"),
-                 ("wgmma_nchw", {"io": "float16"}, "v2.u32")]  # wgmma_nchw: rows of 4 pixels through shared memory
+                 ("wgmma_nchw", {"io": "float16"}, "v4.u32")]  # wgmma_nchw: rows of 4 float, 8 half pixels (HW % 8 = 0)
 
 
 @pytest.mark.parametrize("variant,params,vector", VECTOR_STORES,

@@ -475,6 +475,9 @@ def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
     assert a.grid == b.grid == (32 * 784 // 128 * 4, 1, 1) and a.persistent == 0 and b.persistent == 4
     assert a.dynamic_smem == 4 * stage + 1024 and b.dynamic_smem == 2 * 128 * 128 + 4 * 64 * 136 * 2 + out + 1024
     assert "OUT_OFFSET = KSTEPS * W_BYTES + STAGES * X_BYTES" in stationary.source and "OUT_OFFSET = 0" in plain.source
+    # half sums leave the registers by stmatrix .trans (16-byte rows of 8 pixels), then 16-byte stores (HW % 8 == 0)
+    assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in plain.source
+    assert "__stwb(reinterpret_cast<uint4*>" in plain.source
     long = get_problem("resnet50-1x1-1024-256-14")  # 16 k steps: 256 KB of weights a channel tile
     rotating = render("wgmma_nchw", long, {"io": "float16", "persistent": True})
     c = rotating.launches(32)[-1]

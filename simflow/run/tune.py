@@ -78,10 +78,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # 1x1 stride-1 only, 2026-11-26
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "stages": 3, "persistent": True}),  # session 21
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True}),
+                ("wgmma_nchw", {"io": "float16", "persistent": True}),  # persistent: session 21
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "persistent": True}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64, "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "persistent": True})],
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True})],
 }
 
 
