@@ -273,6 +273,23 @@ def test_wgmma_nchw_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+SINGLE_PIXEL_SHAPES = [Problem(B=3, C=64, M=72, H=7, W=7, K=1, name="1x1-hw49"),
+                       Problem(B=2, C=48, M=40, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49")]
+SINGLE_PIXEL_CONFIGS = [{"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "stages": 3}, {},
+                        {"precision": "tf32", "tile_n": 64, "persistent": True}]
+
+
+@pytest.mark.parametrize("problem", SINGLE_PIXEL_SHAPES, ids=[p.name for p in SINGLE_PIXEL_SHAPES])
+@pytest.mark.parametrize("params", SINGLE_PIXEL_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) or "default" for p in SINGLE_PIXEL_CONFIGS])
+def test_wgmma_nchw_copies_single_pixels(gpu, params, problem):
+    """H*W % 4 != 0 and stride 2: x copied one float a pixel, each from its own window position; y a float a store."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    result = run(gpu, kernel, problem.B, seed=12, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 PERSISTENT_CASES = [  # (problem, params): weight-stationary (2 channel tiles; 1) and rotating weights (10 k steps)
     (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
      {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}),

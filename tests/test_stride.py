@@ -57,8 +57,8 @@ def test_every_variant_takes_a_stride_or_refuses_it_by_name(variant):
         with pytest.raises(LimitError, match=f"stride of {variant} .* needs 2, the limit is 1; use implicit_gemm"):
             render(variant, STRIDED)
         return
-    if variant == "wgmma_nchw":  # 1x1 stride-1 layers only
-        with pytest.raises(LimitError, match="layers wgmma_nchw takes .*stride=2.*use wgmma_nhwc or mma_nchw"):
+    if variant == "wgmma_nchw":  # 1x1 layers without padding only (a stride it takes)
+        with pytest.raises(LimitError, match="layers wgmma_nchw takes .*K=3, pad=1.*use wgmma_nhwc or mma_nchw"):
             render(variant, STRIDED)
         return
     kernel = render(variant, STRIDED)

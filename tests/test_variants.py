@@ -528,10 +528,15 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     padded = render("wgmma_nchw", Problem(B=1, C=96, M=40, H=8, W=8, K=1), {})  # float x to half: C padded to 128
     assert "half2_bits(" in padded.source and "constexpr int CP = 128;" in padded.source
     assert padded.workspace(1) == {"wh": 40 * 128 * 2 // 4}
-    for shape, limit in (("2,64,64,16,16,3,1", "K=3"), ("2,64,64,16,16,1,0,2", "stride=2"),
-                         ("2,64,64,7,7,1,0", "H\\*W=49")):
-        with pytest.raises(LimitError, match=f"layers wgmma_nchw takes .*{limit}.*use wgmma_nhwc or mma_nchw"):
-            render("wgmma_nchw", get_problem(None, shape=shape))
+    with pytest.raises(LimitError, match="layers wgmma_nchw takes .*K=3, pad=1.*use wgmma_nhwc or mma_nchw"):
+        render("wgmma_nchw", get_problem(None, shape="2,64,64,16,16,3,1"))
+    # stride > 1 or H*W % 4 != 0: one 4-byte copy a pixel (float x), each at its own address; half x is refused
+    for shape in ("2,64,64,16,16,1,0,2", "2,64,64,7,7,1,0"):
+        single = render("wgmma_nchw", get_problem(None, shape=shape), {"precision": "tf32"})
+        assert "copy4(reinterpret_cast<float*>(dst + x_dst" in single.source
+        assert "*dst = out_tile[r * LDT + c];" in single.source  # one float a store
+        with pytest.raises(LimitError, match="half x in wgmma_nchw .*use io=float32, or wgmma_nhwc"):
+            render("wgmma_nchw", get_problem(None, shape=shape), {"io": "float16"})
     with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
         render("wgmma_nchw", layer, {"precision": "tf32", "io": "float16"})
     with pytest.raises(LimitError, match="shared memory per block .* use fewer stages or a smaller tile_m"):

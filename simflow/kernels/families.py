@@ -438,22 +438,27 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 
 @dataclass(frozen=True)
 class WgmmaNchwVariant(Variant):
-    """wgmma on a 1x1 stride-1 layer with x read where it lies (NCHW): the product is taken transposed, out[pixel]
-    [channel], so that x's pixel-major rows are the A operand, loaded into registers (ldmatrix.trans for half x;
-    wgmma cannot transpose a TF32 operand in shared memory), and the weights' rows the K-major B operand in
-    shared memory. On the 1x1 layers at 28x28 and 56x56 the channel-last copy wgmma_nhwc makes costs as much as
-    cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate."""
+    """wgmma on a 1x1 layer (no padding, any stride) with x read where it lies (NCHW): the product is taken
+    transposed, out[pixel][channel], so that x's pixel-major rows are the A operand, loaded into registers
+    (ldmatrix.trans for half x; wgmma cannot transpose a TF32 operand in shared memory), and the weights' rows the
+    K-major B operand in shared memory. On the 1x1 layers at 28x28 and 56x56 the channel-last copy wgmma_nhwc
+    makes costs as much as cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate.
+    At stride > 1 or H*W % 4 != 0 (the 7x7 layers) x is copied a pixel at a time (float x only)."""
 
     ROW = WgmmaNhwcVariant.ROW
     SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
 
     def check(self, problem: Problem, params: dict) -> None:
-        if not vector_columns(problem):
-            raise LimitError(f"layers {self.name} takes (x's rows copied 4 pixels at a time)",
-                             f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, H*W={problem.H * problem.W}",
-                             "K=1, stride=1, pad=0, H*W a multiple of 4", "use wgmma_nhwc or mma_nchw on this layer")
+        if problem.K != 1 or problem.pad != 0:
+            raise LimitError(f"layers {self.name} takes (the product of w and x's rows as they lie)",
+                             f"K={problem.K}, pad={problem.pad}", "K=1, pad=0",
+                             "use wgmma_nhwc or mma_nchw on this layer")
         if params["io"] == "float16":
             _check_half_io(self.name, params)
+            if not vector_columns(problem):  # cp.async copies 4 bytes at least: two half pixels
+                raise LimitError(f"half x in {self.name} (copies of 4 or 8 pixels)", f"stride={problem.stride}, "
+                                 f"H*W={problem.H * problem.W}", "stride=1, H*W a multiple of 4",
+                                 "use io=float32, or wgmma_nhwc with io=float16")
         need = self.smem_bytes(problem, params)
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
@@ -481,10 +486,11 @@ class WgmmaNchwVariant(Variant):
 
     def layout(self, problem: Problem, params: dict) -> dict:
         """Template values: the k step, padded channels, a warpgroup's wgmma N, pixels of an x copy (8 half
-        where H*W allows, else 4) and the x tile's row skew (conflict-free fragment reads, see the template)."""
+        where H*W allows, else 4; 1 at stride > 1 or H*W % 4 != 0) and the x tile's row skew (conflict-free
+        fragment reads, see the template)."""
         half_io, bk = params["io"] == "float16", self.step_k(params)
         skew = 8 if half_io or params["precision"] == "tf32" else 4
-        xv = 8 if half_io and (problem.H * problem.W) % 8 == 0 else 4
+        xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
                 "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
                 "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "skew": skew, "half_io": half_io}

@@ -61,7 +61,8 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64}),
              # persistent: the 1x1 layers at 28 and 56 (2026-11-26, PERFORMANCE.md session 21)
              ("wgmma_nchw", {"precision": "tf32", "persistent": True}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True})],
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True}),
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "stages": 3})],  # 1x1 at 7x7 and stride 2
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
