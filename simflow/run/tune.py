@@ -55,7 +55,7 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              # split-K and 64-pixel tiles: the 7x7 and 14x14 layers (2026-11-26, PERFORMANCE.md session 21)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "split": 2}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 64}),
-             # wgmma reading x in place: 1x1 stride-1 layers only (2026-11-26, PERFORMANCE.md session 20)
+             # wgmma reading x in place: 1x1 layers only (2026-11-26, PERFORMANCE.md sessions 20-21)
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 256}), ("wgmma_nchw", {"precision": "tf32", "stages": 6}),
              ("wgmma_nchw", {"precision": "tf32", "stages": 3}),
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64}),
@@ -78,7 +78,7 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 64}),  # the 7x7 and 14x14 layers: 2026-11-26
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # 1x1 stride-1 only, 2026-11-26
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
                 ("wgmma_nchw", {"io": "float16", "persistent": True}),  # persistent: session 21
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "persistent": True}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64, "persistent": True}),
