@@ -311,7 +311,7 @@ class WmmaNhwcVariant(WmmaVariant):
         return [
             Launch(kernel=f"{name}_x", grid=(math.ceil(self.copy_pixels(p) / 32), cp // 32, batch), block=(32, 8, 1),
                    args=("x", "xh", "batch")),
-            weight_copy(name, p, cp),
+            _weight_copy(name, p, cp),
             Launch(kernel=name, grid=(math.ceil(columns / tile_n), math.ceil(p.M / tile), 1), block=(256, 1, 1),
                    dynamic_smem=self.gemm_smem(kernel), args=("xh", "wh", "y", "batch")),
         ]
@@ -502,22 +502,25 @@ class WgmmaNchwVariant(Variant):
         x_tile = math.ceil(v["bk"] * (v["bp"] + v["skew"]) * self.x_bytes(params) / 1024) * 1024
         return v["bn"] * self.ROW, x_tile, v["bn"] * (v["bp"] + (8 if v["half_io"] else 4)) * self.x_bytes(params)
 
-    def stationary(self, problem: Problem, params: dict) -> bool:
-        """persistent, and the block's weights (all k steps) fit beside the x stages and the output tile: each block
-        then keeps one channel tile and loads its weights once."""
+    def stationary_bytes(self, problem: Problem, params: dict) -> int:
+        """Shared bytes of the weight-stationary layout: all the block's weights (every k step), the x stages, the
+        output tile, and 1024 bytes of alignment."""
         w_tile, x_tile, out_tile = self.smem_parts(problem, params)
         ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
-        need = ksteps * w_tile + params["stages"] * x_tile + out_tile + 1024
-        return params["persistent"] and need <= self.SMEM_LIMIT
+        return ksteps * w_tile + params["stages"] * x_tile + out_tile + 1024
+
+    def stationary(self, problem: Problem, params: dict) -> bool:
+        """persistent, and the block's weights fit beside the x stages and the output tile: each block then keeps
+        one channel tile and loads its weights once."""
+        return params["persistent"] and self.stationary_bytes(problem, params) <= self.SMEM_LIMIT
 
     def smem_bytes(self, problem: Problem, params: dict) -> int:
         """The pipeline's stages (weight rows, then the x tile) and the output tile (over the stages, or beside them
         when persistent; weight-stationary: all the weights, the x stages, the output tile), and 1024 bytes to
         align them to the swizzle's period."""
-        w_tile, x_tile, out_tile = self.smem_parts(problem, params)
         if self.stationary(problem, params):
-            ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
-            return ksteps * w_tile + params["stages"] * x_tile + out_tile + 1024
+            return self.stationary_bytes(problem, params)
+        w_tile, x_tile, out_tile = self.smem_parts(problem, params)
         pipeline = params["stages"] * (w_tile + x_tile)
         return (pipeline + out_tile if params["persistent"] else max(pipeline, out_tile)) + 1024
 
@@ -546,7 +549,7 @@ class WgmmaNchwVariant(Variant):
                       args=("x", "wh", "y", "batch"), persistent=every)
         if self.weights_in_place(p, params):
             return [dataclasses.replace(gemm, args=("x", "w", "y", "batch"))]
-        return [weight_copy(name, p, _round_up(p.C, self.step_k(params))), gemm]
+        return [_weight_copy(name, p, _round_up(p.C, self.step_k(params))), gemm]
 
 
 @dataclass(frozen=True)
@@ -663,7 +666,7 @@ class MmaNchwVariant(Variant):
         if params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(bm, bn))
         name = f"conv2d_{self.name}"
-        weights = weight_copy(name, p, self.padded_channels(p, params))
+        weights = _weight_copy(name, p, self.padded_channels(p, params))
         in_place = self.weights_in_place(p, params)
         gemm = Launch(kernel=name, grid=(math.ceil(columns / bn), math.ceil(p.M / bm), params["split"]),
                       block=(256, 1, 1), dynamic_smem=smem, args=("x", "w" if in_place else "wh", "y", "batch"))
@@ -699,7 +702,7 @@ def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
     return params.get("io") == "float16" and problem.K == 1 and kdim == problem.C
 
 
-def weight_copy(gemm: str, problem: Problem, cp: int) -> Launch:
+def _weight_copy(gemm: str, problem: Problem, cp: int) -> Launch:
     """The launch of a template's `_w` kernel (_async.cu.j2 channel_last_w): w [M][C][K][K] -> wh [M][K][K][cp],
     a warp for each 32 channels of each output channel."""
     warps = _weight_copy_warps(problem.K)
