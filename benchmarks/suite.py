@@ -34,11 +34,17 @@ from simflow.errors import UserError  # noqa: E402
 from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
-from simflow.run.tune import STARTS, best_config  # noqa: E402
+from simflow.run.tune import ADMITS, STARTS, best_config  # noqa: E402
 
 UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
 
 CONFIGS = STARTS  # precision -> (variant, params): what every tune tries first; cuDNN runs in the same precision
+
+
+def _fixed(precision: str) -> list:
+    """A precision's fixed configurations and those of the finer precisions it admits (a float32 kernel answers a
+    TF32 or fp16 question too, as 'simflow tune' counts it), each once."""
+    return [config for admitted in ADMITS[precision] for config in CONFIGS[admitted]]
 
 
 def _configs(tuned: str | None, problem, precision: str, configs: list) -> list:
@@ -77,7 +83,7 @@ def main() -> int:
     ceilings = unit_ceilings(gpu)
     started = time.monotonic()
     precisions = args.precisions.split(",")
-    plans = {problem.name: {precision: _configs(args.tuned, problem, precision, CONFIGS[precision])
+    plans = {problem.name: {precision: _configs(args.tuned, problem, precision, _fixed(precision))
                             for precision in precisions} for problem in layers}
     kernels = [kernel for problem in layers for plan in plans[problem.name].values()
                for kernel in (_render(variant, problem, params) for variant, params in plan) if kernel]
@@ -86,6 +92,7 @@ def main() -> int:
     rows, every = [], []  # every: each passing configuration's time (--every-csv)
     for problem in layers:
         row = {"layer": problem.name, "shape": problem.shape_text, "GFLOP": round(problem.flops / 1e9, 3)}
+        timed = {}  # label -> run: a configuration a finer precision shares is timed once per layer
         for precision, configs in plans[problem.name].items():
             best = None
             for variant, params in configs:
@@ -94,12 +101,17 @@ def main() -> int:
                 except UserError as exc:
                     row.setdefault("refused", []).append(f"{variant}: {str(exc)[:60]}")
                     continue
-                job = Job.make(variant, params, problem, "gpu", warmup=3, repeats=args.repeats)
-                result = gpu.run(job, None, kernel)
+                key = f"{variant}:" + ",".join(f"{k}={v}" for k, v in params.items())
+                if key not in timed:
+                    job = Job.make(variant, params, problem, "gpu", warmup=3, repeats=args.repeats)
+                    timed[key] = gpu.run(job, None, kernel)
+                    if timed[key].status != "passed":
+                        row.setdefault("failed", []).append(f"{variant} {params}: {timed[key].status} "
+                                                            f"{timed[key].reason[:80]}")
+                result = timed[key]
                 if result.status != "passed":
-                    row.setdefault("failed", []).append(f"{variant} {params}: {result.status} {result.reason[:80]}")
                     continue
-                label = f"{variant}:" + ",".join(f"{k}={v}" for k, v in params.items())
+                label = key + (f" [{kernel.precision}]" if kernel.precision != precision else "")  # a finer one
                 every.append({"layer": problem.name, "precision": precision, "config": label,
                               "ms": round(result.metrics["time_ms"], 4)})
                 if best is None or result.metrics["time_ms"] < best[1]:

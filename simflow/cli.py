@@ -591,7 +591,8 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
                    help="where each configuration is timed (default gpu)")
     p.add_argument("--config", default="", help="simulator config (for a backend that takes one)")
     p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
-                   help="only configurations computing in this precision compete (default float32)")
+                   help="the least precise arithmetic allowed: configurations computing in it or a finer one compete "
+                        "(tf32 admits float32, float16 both; default float32)")
     p.add_argument("--strategy", default="tpe", choices=["tpe", "random", "exhaustive"],
                    help="Optuna's TPE (default) or random sampling, or the whole grid in order")
     p.add_argument("--runs", type=_at_least(1), help="stop after this many configurations (per layer)")

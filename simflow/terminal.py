@@ -318,7 +318,9 @@ def tune_text(result) -> str:
     return (f"{result.problem.name}: {summary['tried']} of {result.space} configurations tried ({summary['measured']} "
             f"measured, {summary['from_cache']} from the store, {summary['refused']} refused); {result.stopped}\n"
             + "  best: " + (f"{best.variant} {params_text(best.params)}: {result.metric} {best.value:.6g} "
-                            f"(run {best.run_id})" if best else "none passed"))
+                            f"(run {best.run_id})" + (f"; computes in {best.computes}, finer than {result.precision}"
+                                                      if best.computes != result.precision else "")
+                            if best else "none passed"))
 
 
 def parse_text(frame, logs: list[dict], every_column: bool) -> str:

@@ -8,6 +8,7 @@ from conftest import simflow
 
 from simflow.errors import UserError
 from simflow.kernels.problems import get_problem
+from simflow.kernels.variants import get_variant
 from simflow.run.tune import Trial, TuneResult, _Optuna, best_config, record_best, space, tunable_variants
 
 PROBLEM = get_problem("batch3x3")
@@ -26,15 +27,35 @@ def stand_in_run(job, metric: str, unit: str):
     return run
 
 
-def test_the_space_is_every_kernel_parameter_combination_in_one_precision():
+def test_the_space_is_every_kernel_parameter_combination_in_a_precision():
     grid = space(["implicit_gemm"], PROBLEM, "float32")
     assert len(grid) == 4 and all(p["precision"] == "fp32" for _, p in grid)  # tile x bk
-    assert len(space(["implicit_gemm"], PROBLEM, "float16")) == 4
+    assert len(space(["implicit_gemm"], PROBLEM, "float16")) == 8  # its fp16 configurations and the finer fp32 ones
     assert len(space(["global"], PROBLEM, "float32")) == 3 * 3 * 2  # tile x unroll x restrict; streams is host-side
     assert all("streams" not in p for _, p in space(["global"], PROBLEM, "float32"))
-    with pytest.raises(UserError, match="no configuration of global computes in float16"):
-        space(["global"], PROBLEM, "float16")
-    assert "wmma" in tunable_variants("gpu", "tf32") and "global" not in tunable_variants("gpu", "tf32")
+    with pytest.raises(UserError, match="no configuration of wmma computes in float32;"):
+        space(["wmma"], PROBLEM, "float32")
+    assert "wmma" in tunable_variants("gpu", "tf32") and "wmma" not in tunable_variants("gpu", "float32")
+
+
+def test_a_precision_admits_the_finer_ones():
+    """A float32 kernel meets TF32's and fp16's tolerance, so it competes there; a coarser one never does."""
+    assert space(["global"], PROBLEM, "float16") == space(["global"], PROBLEM, "float32")
+    computes = {get_variant(v).precision_of(get_variant(v).resolve(p)) for v, p in space(["mma_nchw"], PROBLEM, "tf32")}
+    assert computes == {"tf32"}  # mma_nchw's fp16 configurations are coarser than TF32
+    computes = {get_variant(v).precision_of(get_variant(v).resolve(p)) for v, p in space(["mma_nchw"], PROBLEM,
+                                                                                          "float16")}
+    assert computes == {"tf32", "float16"}
+    assert "global" in tunable_variants("gpu", "tf32") and "regtile" in tunable_variants("gpu", "float16")
+    assert Trial("regtile", {}, "passed").computes == "float32"
+    assert Trial("mma_nchw", {"precision": "fp16"}, "passed").computes == "float16"
+    from simflow.terminal import tune_text
+
+    result = TuneResult(PROBLEM, "gpu", "", "tf32", "tpe", "time_ms", 2,
+                        [Trial("regtile", {}, "passed", 0.012, "r-1", True),
+                         Trial("mma_nchw", {"precision": "tf32"}, "passed", 0.107, "r-2", True)])
+    assert "best: regtile" in tune_text(result) and "computes in float32, finer than tf32" in tune_text(result)
+    assert result.as_dict()["best"]["computes"] == "float32"
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "random"])

@@ -1,8 +1,8 @@
 """`simflow tune`: the fastest passing configuration of a layer, found by a well-kept optimiser.
 
 The space is every kernel-parameter combination of the chosen variants whose rendering computes in
-the chosen precision (host-side parameters keep their defaults). The search strategy is Optuna's
-(TPE by default, or random sampling), or the exhaustive grid. Every configuration goes through the
+the chosen precision or a finer one (host-side parameters keep their defaults; see ADMITS). The search
+strategy is Optuna's (TPE by default, or random sampling), or the exhaustive grid. Every configuration goes through the
 store's cache: one measured before (by a sweep, a run or an earlier tune) is read back, never run
 again, so a tune resumes where it stopped. A run that does not pass the elementwise check, or that
 a variant refuses for the layer, never wins. Stop rules: a budget of configurations tried and/or
@@ -33,6 +33,11 @@ from .jobs import run_job
 
 STRATEGIES = ("tpe", "random", "exhaustive")
 TUNED_FILE = "tuned.json"
+
+# A precision is the least a configuration may compute in: a float32 kernel meets TF32's and fp16's tolerance too,
+# so it competes there (cuDNN, allowed TF32, may pick an FMA kernel as well). On a first layer of one input channel
+# a direct float32 kernel runs 9x faster than any tensor-core GEMM (fmnist-conv1, H100, PERFORMANCE.md session 22).
+ADMITS = {"float32": ("float32",), "tf32": ("tf32", "float32"), "float16": ("float16", "tf32", "float32")}
 
 # What every tune tries first (Optuna's strategies), before its optimiser chooses: these configurations, then each
 # variant's defaults. A layer never seen still starts from what won the known ones, so a short budget finds at least
@@ -96,6 +101,12 @@ class Trial:
     measured: bool = False  # False: read from the store's cache (or refused without running)
     reason: str = ""
 
+    @property
+    def computes(self) -> str:
+        """The precision this configuration computes in (a tune admits finer ones than it asks for: ADMITS)."""
+        variant = get_variant(self.variant)
+        return variant.precision_of(variant.resolve(self.params))
+
 
 @dataclass
 class TuneResult:
@@ -122,23 +133,24 @@ class TuneResult:
                 "tried": len(self.trials), "measured": sum(t.measured for t in self.trials),
                 "from_cache": sum(not t.measured and t.status != "refused" for t in self.trials),
                 "refused": sum(t.status == "refused" for t in self.trials), "stopped": self.stopped,
-                "wall_s": round(self.wall_s, 3), "best": asdict(best) if best else None,
+                "wall_s": round(self.wall_s, 3), "best": {**asdict(best), "computes": best.computes} if best else None,
                 "trials": [{**asdict(t), "value": None if math.isinf(t.value) else t.value} for t in self.trials]}
 
 
 def space(variants: list[str], problem: Problem, precision: str) -> list[tuple[str, dict]]:
-    """Every (variant, kernel parameters) whose rendering computes in `precision`; refusals included
-    (they are tried and refused by name, cheaply)."""
+    """Every (variant, kernel parameters) whose rendering computes in `precision` or a finer one (ADMITS);
+    refusals included (they are tried and refused by name, cheaply)."""
     configs = []
     for name in variants:
         variant = get_variant(name)
         tunable = [p for p in variant.params if not p.host]
         for values in itertools.product(*(p.choices for p in tunable)):
             params = dict(zip((p.name for p in tunable), values, strict=True))
-            if variant.precision_of(variant.resolve(params)) == precision:
+            if variant.precision_of(variant.resolve(params)) in ADMITS[precision]:
                 configs.append((name, params))
     if not configs:
-        raise UserError(f"no configuration of {', '.join(variants)} computes in {precision}; choose another "
+        finer = " or finer" if len(ADMITS[precision]) > 1 else ""
+        raise UserError(f"no configuration of {', '.join(variants)} computes in {precision}{finer}; choose another "
                         "--precision (float32, tf32, float16) or other variants")
     return configs
 
@@ -278,8 +290,8 @@ def starts(variants: list[str], grid: list[tuple[str, dict]], precision: str) ->
         key = _key(variant, {p.name: resolved[p.name] for p in get_variant(variant).params if not p.host})
         return key if key in in_grid else None
 
-    listed = [key for variant, given in STARTS.get(precision, []) if variant in variants
-              if (key := full(variant, given))]
+    listed = [key for admitted in ADMITS[precision] for variant, given in STARTS.get(admitted, [])
+              if variant in variants if (key := full(variant, given))]
     defaults = {variant: full(variant, {}) or next((_key(v, p) for v, p in grid if v == variant), None)
                 for variant in variants}
     first = {}
@@ -502,8 +514,8 @@ def best_config(results: Path, problem: Problem, backend: str, config: str = "",
 
 def tunable_variants(backend: str, precision: str) -> list[str]:
     """--all: every variant that computes the plain convolution (not conv+ReLU+pool) with a
-    configuration in `precision`."""
+    configuration in `precision` or a finer one."""
     return [name for name, variant in VARIANTS.items() if variant.fixed.get("output", "conv") == "conv"
             and any(variant.precision_of(variant.resolve(dict(zip((p.name for p in variant.params if not p.host),
-                                                                  values, strict=True)))) == precision
+                                                                  values, strict=True)))) in ADMITS[precision]
                    for values in itertools.product(*(p.choices for p in variant.params if not p.host)))]
