@@ -251,6 +251,26 @@ def test_wgmma_nhwc_split_k_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+STREAM_K_SHAPES = [*NHWC_HALF_SHAPES[2:],  # 2 or 3 tiles of 9 k steps (1x1: 2): most of 132 blocks get none or one
+                   Problem(B=8, C=96, M=200, H=20, W=20, K=3, pad=1, name="3x3-m200"),  # pieces cross tile ends
+                   Problem(B=16, C=64, M=256, H=28, W=28, K=1, name="1x1-many-tiles")]  # a block takes whole tiles
+STREAM_K_CONFIGS = [{"precision": "tf32", "stream_k": True}, {"precision": "tf32", "tile_n": 128, "stream_k": True},
+                    {"stream_k": True, "tile_n": 128, "stages": 3}, {"io": "float16", "tile_n": 64, "stream_k": True}]
+
+
+@pytest.mark.parametrize("problem", STREAM_K_SHAPES, ids=[p.name for p in STREAM_K_SHAPES])
+@pytest.mark.parametrize("params", STREAM_K_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in STREAM_K_CONFIGS])
+def test_wgmma_nhwc_stream_k_matches_reference(gpu, params, problem):
+    """Stream-K on wgmma: a capped persistent grid whose even k ranges end inside tiles, are empty, or span whole
+    tiles; float y, and half y from float sums."""
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, params)
+    assert kernel.launches(problem.B)[-1 - (params.get("io") == "float16")].persistent == 1
+    result = run(gpu, kernel, problem.B, seed=10, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 WGMMA_NCHW_SHAPES = [HALF_IO_SHAPES[1],  # 784 pixels: a 128-pixel tile spans two images
                      Problem(B=3, C=64, M=72, H=14, W=14, K=1, name="1x1-hw196"),  # H*W % 8 == 4: 8-byte half copies
                      Problem(B=1, C=96, M=300, H=8, W=8, K=1, name="1x1-m300-b1")]  # C, M ragged; one tile of pixels

@@ -462,6 +462,26 @@ def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
     assert render("wgmma_nhwc", layer).launches(32)[-1].grid == (7, 4, 1)  # tile_n=256, no split: 28 blocks
 
 
+def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid():
+    """stream_k: one persistent launch over all tiles' k steps (at most one a block until the launcher caps it at
+    what the GPU holds), its pieces added into y zeroed first, or into float sums rounded to half y once; split-K
+    with it is refused by name."""
+    layer = get_problem("resnet50-1x1-2048-512-7")  # 13 x 4 tiles of 128 x 128, 64 k steps of 32 TF32 channels
+    stream = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "stream_k": True})
+    *_, zero, gemm = stream.launches(32)
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in stream.launches(32)] == ["_x", "_w", "_zero", ""]
+    assert gemm.grid == (13 * 4 * 64, 1, 1) and gemm.persistent == 1 and gemm.args == ("xh", "wh", "y", "batch")
+    assert "work * blockIdx.x / gridDim.x" in stream.source and "PER_SPLIT" not in stream.source
+    assert "atomicAdd(out + (size_t)m * HW, acc[i][j][2 * h]);" in stream.source
+    half = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 64, "stream_k": True})
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "_zero", "", "_half"]
+    assert half.launches(32)[2].args == ("xh", "w", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
+    plain = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128})
+    assert plain.launches(32)[-1].persistent == 0 and "gridDim.x" not in plain.source
+    with pytest.raises(LimitError, match="stream_k .*needs split=2, the limit is split=1"):
+        render("wgmma_nhwc", layer, {"precision": "tf32", "split": 2, "stream_k": True})
+
+
 def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
     """persistent: the launch counts tiles and is marked so the launcher caps it at what the GPU holds; the output
     tile gets shared memory of its own (the next tile's copies fill the stages meanwhile). Where a channel tile's

@@ -399,6 +399,9 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
     def check(self, problem: Problem, params: dict) -> None:
         if params["io"] == "float16":
             _check_half_io(self.name, params)
+        if params["stream_k"] and params["split"] > 1:
+            raise LimitError(f"{self.name} stream_k (it shares out the k steps itself)", f"split={params['split']}",
+                             "split=1", "use stream_k with split=1, or split-K without stream_k")
         need = self.pipeline_bytes(params)
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
@@ -434,6 +437,18 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
             smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
         return smem
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        """Stream-K: a persistent GEMM over every tile's k steps, at most one a block (the GPU backend starts as many
+        blocks as fit at once); its pieces add into y zeroed first, as split-K's do."""
+        launches = super().launches(kernel, batch)
+        if not kernel.params["stream_k"]:
+            return launches
+        p, params = kernel.problem, kernel.params
+        ksteps = self.padded_channels(p, params) // self.step_k(params) * p.K * p.K
+        name = f"conv2d_{self.name}"
+        return [dataclasses.replace(launch, grid=(launch.grid[0] * launch.grid[1] * ksteps, 1, 1), persistent=1)
+                if launch.kernel == name else launch for launch in launches]
 
 
 @dataclass(frozen=True)
@@ -721,19 +736,24 @@ def _half_epilogue_smem(bm: int, bn: int) -> int:
     return 8 * (bm // 2) * (bn // 4 + 8) * 2
 
 
+def _adds(params: dict) -> bool:
+    """Split-K or stream-K: blocks add their partial sums into y (or into float32 sums for half y)."""
+    return params.get("split", 1) > 1 or params.get("stream_k", False)
+
+
 def _split_sums(kernel: Kernel, batch: int) -> dict[str, int]:
-    """Split-K into half y: the splits add into float32 sums `acc`, rounded to half once at the end (adding
-    partial sums in half would round each)."""
-    if kernel.params.get("io") != "float16" or kernel.params.get("split", 1) == 1:
+    """Split-K or stream-K into half y: the pieces add into float32 sums `acc`, rounded to half once at the end
+    (adding partial sums in half would round each)."""
+    if kernel.params.get("io") != "float16" or not _adds(kernel.params):
         return {}
     p = kernel.problem
     return {"acc": batch * p.M * p.Hout * p.Wout}
 
 
 def _split_k_launches(before: list[Launch], gemm: Launch, kernel: Kernel, batch: int) -> list[Launch]:
-    """The operand copies, then the GEMM; with split-K (gridDim.z > 1, blocks adding into y), y zeroed between;
+    """The operand copies, then the GEMM; with split-K or stream-K (blocks adding into y), y zeroed between;
     with half y, the blocks add into float32 sums instead, rounded into y by a last kernel."""
-    if gemm.grid[2] == 1:
+    if not _adds(kernel.params):
         return [*before, gemm]
     p = kernel.problem
     outputs = batch * p.M * p.Hout * p.Wout
