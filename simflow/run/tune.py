@@ -50,7 +50,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
                 ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
                 ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
-                ("winograd", {"m": 4})],  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
+                ("winograd", {"m": 4}),  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
+                ("winograd", {"m": 4, "bk": 16}),  # 3x3 128->128 at 28: 0.173 -> 0.144 ms (H100, 2026-11-26)
+                # direct kernels for first layers of few channels (stride 1): VGG conv1_1 and fmnist-conv1/2, whose
+                # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
+                ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
+                ("regtile", {"outputs": 4, "rows": 8}), ("regtile", {"outputs": 2, "rows": 8, "weights": "shared"})],
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
              ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
@@ -67,7 +72,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              # persistent: the 1x1 layers at 28 and 56 (2026-11-26, PERFORMANCE.md session 21)
              ("wgmma_nchw", {"precision": "tf32", "persistent": True}),
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "stages": 3})],  # 1x1 at 7x7 and stride 2
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "stages": 3}),  # 1x1 at 7x7 and stride 2
+             # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
