@@ -92,7 +92,7 @@ def main() -> int:
     rows, every = [], []  # every: each passing configuration's time (--every-csv)
     for problem in layers:
         row = {"layer": problem.name, "shape": problem.shape_text, "GFLOP": round(problem.flops / 1e9, 3)}
-        timed = {}  # label -> run: a configuration a finer precision shares is timed once per layer
+        timed = {}  # variant:params -> run: a configuration two precisions share is timed once a layer
         for precision, configs in plans[problem.name].items():
             best = None
             for variant, params in configs:

@@ -2,9 +2,9 @@
 
 The space is every kernel-parameter combination of the chosen variants whose rendering computes in
 the chosen precision or a finer one (host-side parameters keep their defaults; see ADMITS). The search
-strategy is Optuna's (TPE by default, or random sampling), or the exhaustive grid. Every configuration goes through the
-store's cache: one measured before (by a sweep, a run or an earlier tune) is read back, never run
-again, so a tune resumes where it stopped. A run that does not pass the elementwise check, or that
+strategy is Optuna's (TPE by default, or random sampling), or the exhaustive grid. Every configuration
+goes through the store's cache: one measured before (by a sweep, a run or an earlier tune) is read
+back, never run again, so a tune resumes where it stopped. A run that does not pass the elementwise check, or that
 a variant refuses for the layer, never wins. Stop rules: a budget of configurations tried and/or
 of seconds. The best configuration per layer (overall and per variant) goes into `tuned.json` in the
 results folder, which `simflow run --best` and `simflow sim --best` read.
