@@ -235,6 +235,30 @@ def test_weight_copy_transposes_every_filter_size(gpu, variant, params, problem)
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+TF32_IN_PLACE_SHAPES = [Problem(B=2, C=2048, M=72, H=7, W=7, K=1, name="1x1-c2048-hw49"),  # a long k run
+                        Problem(B=3, C=64, M=40, H=13, W=13, K=1, stride=2, name="1x1-stride2-c64")]
+TF32_IN_PLACE_CONFIGS = [("wgmma_nhwc", {"tile_n": 64}), ("wgmma_nhwc", {"stream_k": True}), ("wgmma_nchw", {}),
+                         ("mma_nhwc", {"split": 2}), ("mma_nchw", {})]
+
+
+@pytest.mark.parametrize("problem", TF32_IN_PLACE_SHAPES, ids=[p.name for p in TF32_IN_PLACE_SHAPES])
+@pytest.mark.parametrize("variant,params", TF32_IN_PLACE_CONFIGS,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}"
+                              for v, p in TF32_IN_PLACE_CONFIGS])
+def test_tf32_weights_read_in_place_stay_well_inside_the_tolerance(gpu, variant, params, problem):
+    """TF32 on a 1x1 layer reads float w where it lies (no _w kernel): the tensor cores truncate it to TF32 where
+    the copy rounded, so the error's bias grows with C; it stays under a quarter of the check's atol (4e-3 S)."""
+    try:
+        kernel = VARIANTS[variant].render(problem, {"precision": "tf32", **params})
+    except LimitError as exc:
+        pytest.skip(f"refused, as it should be: {exc}")
+    assert not any(launch.kernel.endswith("_w") for launch in kernel.launches(problem.B))
+    result = run(gpu, kernel, problem.B, seed=11, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+    assert result.metrics["max_scaled_error"] < 1e-3
+
+
 WGMMA_SPLIT_CONFIGS = [{"precision": "tf32", "split": 2}, {"precision": "tf32", "split": 4, "tile_n": 128, "stages": 3},
                        {"split": 8}]  # 3x3-hw49 has 9 k steps: blocks 5-7 of split 8 have none and add zeros
 

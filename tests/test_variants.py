@@ -1,4 +1,6 @@
 
+import re
+
 import jinja2
 import pytest
 from cases import ALL, NHWC_PROBLEM, PROBLEM, WMMA_PROBLEM, problem_for
@@ -386,6 +388,22 @@ def test_half_weights_of_a_1x1_layer_are_read_in_place():
     assert render("mma_nhwc", get_problem("resnet50-3x3-64-64-56"), {"io": "float16"}).launches(2)[-1].args[1] == "wh"
 
 
+def test_tf32_weights_of_a_1x1_layer_are_read_in_place():
+    """TF32 on a 1x1 layer whose C needs no padding: float w[m][c] is wh (the tensor cores take TF32 from its bits),
+    so no _w kernel and no wh buffer, in all four tensor-core kernels that copy w; fp16 from float w still
+    converts it, and a 3x3 window or padded channels keep the copy."""
+    layer = get_problem("resnet50-1x1-2048-512-7")
+    for name, params in (("wgmma_nhwc", {"tile_n": 64}), ("wgmma_nchw", {}), ("mma_nchw", {}), ("mma_nhwc", {})):
+        kernel = render(name, layer, {"precision": "tf32", **params})
+        assert "wh" not in kernel.workspace(2) and not re.search(r"\b\w+_w\(const", kernel.source), name
+        assert kernel.launches(2)[-1].args[1] == "w" and "truncated where a copy would round" in kernel.source
+    assert render("wgmma_nhwc", layer, {"precision": "fp16"}).launches(2)[-1].args[1] == "wh"
+    assert render("wgmma_nhwc", get_problem("resnet50-3x3-512-512-7"),
+                  {"precision": "tf32"}).launches(2)[-1].args[1] == "wh"
+    assert render("mma_nchw", get_problem(None, shape="2,40,64,10,10,1,0"),
+                  {"precision": "tf32"}).launches(2)[-1].args[1] == "wh"
+
+
 def test_strided_1x1_copies_only_the_pixels_it_reads():
     """mma_nhwc on a 1x1 stride-2 layer: the channel-last copy holds the Hout x Wout pixels the window reads (a
     quarter of x), and the GEMM reads it at stride 1; a 3x3 strided layer copies every pixel."""
@@ -469,8 +487,8 @@ def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid()
     layer = get_problem("resnet50-1x1-2048-512-7")  # 13 x 4 tiles of 128 x 128, 64 k steps of 32 TF32 channels
     stream = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "stream_k": True})
     *_, zero, gemm = stream.launches(32)
-    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in stream.launches(32)] == ["_x", "_w", "_zero", ""]
-    assert gemm.grid == (13 * 4 * 64, 1, 1) and gemm.persistent == 1 and gemm.args == ("xh", "wh", "y", "batch")
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in stream.launches(32)] == ["_x", "_zero", ""]
+    assert gemm.grid == (13 * 4 * 64, 1, 1) and gemm.persistent == 1 and gemm.args == ("xh", "w", "y", "batch")
     assert "work * blockIdx.x / gridDim.x" in stream.source and "PER_SPLIT" not in stream.source
     assert "atomicAdd(out + (size_t)m * HW, acc[i][j][2 * h]);" in stream.source
     half = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 64, "stream_k": True})
@@ -540,9 +558,11 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     assert tf32.precision == "tf32" and "m64n128k8.f32.tf32.tf32" in tf32.source and '" %68, p, 1, 1;' in tf32.source
     assert "wgmma exists on sm_90a only" in tf32.sim_unsupported
     assert "tf32_bits(r0[0])" in tf32.source and "constexpr int LDX = BP + 8;" in tf32.source
-    weights, gemm = tf32.launches(2)  # float w rounded to TF32 once
+    (gemm,) = tf32.launches(2)  # float w read in place, truncated to TF32 by the tensor cores
+    assert gemm.args == ("x", "w", "y", "batch") and tf32.workspace(2) == {}
+    weights, gemm = render("wgmma_nchw", Problem(B=1, C=1000, M=40, H=8, W=8, K=1),  # C padded to 1024: copied
+                           {"precision": "tf32"}).launches(2)
     assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("x", "wh", "y", "batch")
-    assert tf32.workspace(2) == {"wh": 256 * 1024}
     ragged = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"io": "float16"})  # 196 % 8 == 4
     assert "copy8(dst + x_dst" in ragged.source
     padded = render("wgmma_nchw", Problem(B=1, C=96, M=40, H=8, W=8, K=1), {})  # float x to half: C padded to 128
