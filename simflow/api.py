@@ -121,7 +121,7 @@ def _sampled(job, spec, workers: int | None, results, progress) -> RunResult:
     from .run.sweep import run_sampled
 
     if progress:
-        progress(f"sampling {job.describe()}: a one-image probe, then three batches of {spec} ...")
+        progress(f"sampling {job.describe()}: a probe, then three samples of {spec} ...")
     with Store(_results(results)) as kept:
         (outcome,) = run_sampled([job], kept, spec, workers=workers, quiet=progress is None)
     if outcome.result is None:

@@ -21,16 +21,22 @@ from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
 from simflow.run.sweep_file import load_sweep
-from simflow.sim.config import config_key, load_config, scaled, scalings
+from simflow.sim.config import config_key, cta_limit, first_ctas, load_config, scaled, scalings
 from simflow.sim.sampling import (
     MIN_SCALED_WAVE,
     MISS_FLOOR,
     RATE_FLOOR,
     TAIL_WAVES,
+    Plan,
     SampleSpec,
+    at_batch,
     choose_scale,
+    completed,
     estimate_result,
     extrapolate,
+    first_ctas_job,
+    plan_samples,
+    probe_job,
     sample_batches,
     scaled_job,
     steady_cpi,
@@ -318,7 +324,8 @@ def test_a_scaled_estimate_says_its_gpu_is_the_probes(tmp_path):
     probe.environment["config_hash"] = "whole"
     for s in samples:
         s.environment["config_hash"] = "cut"
-    est = estimate_result(job, probe, samples, SampleSpec.parse("1,2,3"), tmp_path, scale=4)
+    plan = Plan(4, [240, 480, 720], None, 240)
+    est = estimate_result(job, probe, samples, SampleSpec.parse("1,2,3"), tmp_path, plan=plan)
     assert est.metrics["simulated_sms"] == 80 and est.estimate["scale"] == 4
     assert est.environment["config_hash"] == "whole"  # the record's config is the whole GPU's
     assert est.estimate["wave_images"] == 960  # the whole GPU's wave
@@ -445,6 +452,34 @@ def test_samples_on_an_eighth_of_the_gpu_estimate_the_whole_gpu(tmp_path):
     assert abs(est["metrics"]["gpu_sim_cycle"] / whole["metrics"]["gpu_sim_cycle"] - 1) < 0.05
 
 
+@pytest.mark.gpgpusim
+def test_a_one_launch_layer_is_estimated_from_its_first_ctas(tmp_path):
+    """The real simulator: implicit_gemm on 40x40 1x1 images makes 25 CTAs an image and an SM of SM7_QV100_small
+    holds 7, so a wave is 2.24 images; the samples are the launch's first 56, 112 and 168 CTAs (the simulator
+    stopped after them), against the whole 400 CTAs (7.1 waves): cycles -0.24 % under a 7.9 % bound. At 12 images
+    (5.36 waves) the error is -6.0 % under 7.7 %: a last wave of 20 CTAs costs most of a wave, which the bound's
+    quarter wave and rate floor cover there."""
+    args = ("sim", "implicit_gemm", "-P", "tile=64", "--shape", "16,1,4,40,40,1,0", "-c", "SM7_QV100_small",
+            "--results", str(tmp_path), "--json")
+    proc = simflow(*args, "--sample")
+    assert proc.returncode == 0, proc.stderr
+    est = json.loads(proc.stdout)
+    assert est["estimate"]["ctas"] == [56, 112, 168] and est["estimate"]["batches"] == [3, 5, 7]
+    assert "checked no output" in est["reason"]
+    with Store(tmp_path) as store:
+        samples = [store.runs("WHERE id = ?", (run_id,))[0] for run_id in est["estimate"]["runs"]]
+    for sample, n in zip(samples, (56, 112, 168), strict=True):
+        assert sample.status == "stopped_at_limit" and f"first {n} CTAs" in sample.reason
+        assert sample.metrics["gpu_tot_issued_cta"] == n
+    whole = json.loads(simflow(*args).stdout)
+    assert whole["status"] == "passed" and whole["metrics"]["gpu_tot_issued_cta"] == 400
+    assert est["metrics"]["gpu_sim_insn"] == whole["metrics"]["gpu_sim_insn"]  # a CTA's work is every CTA's
+    for name in ("gpu_sim_cycle", "L1D_total_cache_accesses", "gpu_tot_issued_cta"):
+        error = abs(est["metrics"][name] - whole["metrics"][name])
+        assert error <= est["estimate"]["bounds"][name] + 1e-9 * whole["metrics"][name], name
+    assert abs(est["metrics"]["gpu_sim_cycle"] / whole["metrics"]["gpu_sim_cycle"] - 1) < 0.05
+
+
 def _intervals(kernel: str, waves: int, wave_cycles: int = 1000, wave_insn: float = 4.0e6) -> list[dict]:
     """Progress samples every 100 cycles of a layer whose first wave starts slowly (half the IPC for its
     first half) and whose waves then run at a steady IPC (test data: chosen, not measured)."""
@@ -487,3 +522,85 @@ def test_a_count_of_a_kernel_whose_tiles_span_images_gets_the_ctas_disagreement_
     whole = extrapolate([(b, {"gpu_sim_insn": 3000.0 * b}) for b in (3, 7, 11)], 45, {"k": 2.0},
                         ctas=lambda b: {"k": 3 * b})["gpu_sim_insn"]
     assert whole.value == 3000 * 45 and whole.bound == 0
+
+
+# ---- samples inside a launch: its first CTAs ----------------------------------------------------------
+
+def test_a_cta_sample_is_a_config_that_stops_after_its_first_ctas_have_ended(tmp_path):
+    """Both limits at once: gpgpu_max_cta alone leaves the simulator spinning after the last CTA (measured on the
+    fork), gpgpu_max_completed_cta alone lets CTAs past the n-th start."""
+    limited = first_ctas(load_config("SM7_QV100_small"), 40)
+    assert limited.name == "SM7_QV100_small-first40ctas" and limited.base == "SM7_QV100"
+    assert limited.options == {"gpgpu_n_clusters": "8", "gpgpu_n_mem": "8", "gpgpu_max_cta": "40",
+                               "gpgpu_max_completed_cta": "40"}
+    assert cta_limit(limited.options) == 40
+    assert cta_limit({"gpgpu_max_cta": "40"}) == 0 and cta_limit({}) == 0  # not both: not a sample's limit
+    job = Job.make("implicit_gemm", {}, FMNIST.with_batch(2), "gpgpusim", config="SM7_QV100")
+    sample = first_ctas_job(at_batch(job, 1), 1, tmp_path)
+    assert sample.config_name == "SM7_QV100-first1ctas" and sample.config_key != job.config_key
+    assert probe_job(job, tmp_path) == sample  # a one-launch variant's probe: its first CTA
+    two = Job.make("im2col_gemm", {}, FMNIST.with_batch(2), "gpgpusim", config="SM7_QV100")
+    assert probe_job(two, tmp_path) == at_batch(two, 1)  # three launches: the limit would stop the first
+
+
+FMNIST = Problem(B=1, C=1, M=4, H=86, W=86, K=7, name="fmnist-conv1")
+
+
+def _cta_probe(tmp_path: Path, kernel_name: str, per_core: int, limit: int = 1) -> RunResult:
+    probe = _probe_with_config(tmp_path, {**QV100, "gpgpu_max_cta": str(limit),
+                                          "gpgpu_max_completed_cta": str(limit)})
+    probe.kernels = [kernel_name]
+    probe.status = "stopped_at_limit"
+    probe.metrics = {"simulated_sms": 80, "cta_per_core": per_core, "gpu_sim_cycle": 9000.0,
+                     "gpu_tot_issued_cta": limit}
+    return probe
+
+
+def test_a_one_launch_variant_whose_wave_holds_few_images_is_sampled_by_whole_waves_of_ctas(tmp_path):
+    """fmnist-conv1 on implicit_gemm: 50 CTAs of 128 columns an image, one CTA an SM, so a wave of 80 SMs is 1.6
+    images (images would sample it at 1, 3 and 4); the samples are 1, 2 and 3 waves of CTAs of a GPU cut to 10 SMs,
+    each launching an image more than it runs."""
+    kernel = render("implicit_gemm", FMNIST)
+    probe = _cta_probe(tmp_path, "conv2d_implicit_gemm", 1)
+    assert completed(probe)
+    plan = plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 10000)
+    assert plan == Plan(8, [1, 1, 1], [10, 20, 30], 0.2)
+    assert plan.sizes(kernel, 10000) == [0.2, 0.4, 0.6]
+    wide = plan_samples(probe, SampleSpec.parse("10,20,30;scale=2"), kernel, 10000)
+    assert wide.ctas == [400, 800, 1200] and wide.batches == [9, 17, 25]  # 450 CTAs > 400 run
+    with pytest.raises(UserError, match=r"batch 4 is no larger than the samples \(10, 20, 30 CTAs on 1/8 .* of 200"):
+        plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 4)  # 200 CTAs: 25 on an eighth of the GPU
+    probe.metrics["cta_per_core"] = 8  # 12.8 images a wave: whole images, as before (on a half: 6.4 is too few)
+    image_plan = plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 10000)
+    assert image_plan.ctas is None and image_plan.batches == [12, 25, 38] and image_plan.scale == 1
+
+
+def test_a_run_stopped_at_its_cta_limit_is_a_sample_only_with_every_cta_issued(tmp_path):
+    probe = _cta_probe(tmp_path, "conv2d_implicit_gemm", 1, limit=30)
+    probe.metrics["gpu_tot_issued_cta"] = 30
+    assert completed(probe)
+    probe.metrics["gpu_tot_issued_cta"] = 29  # the program's launch had fewer CTAs, or the run ended early
+    assert not completed(probe)
+    probe.status = "crashed"
+    assert not completed(probe) and not completed(None) and completed(_run(1, "whole"))
+
+
+def test_an_estimate_from_cta_samples_extrapolates_along_the_ctas_and_says_it_checked_no_output(tmp_path):
+    kernel = render("implicit_gemm", FMNIST)
+    job = Job.make("implicit_gemm", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
+    probe = _cta_probe(tmp_path, "conv2d_implicit_gemm", 1)
+    plan = Plan(8, [1, 1, 1], [10, 20, 30], 0.2)
+    samples = []
+    for n in plan.ctas:  # a wave of 10 CTAs every 1000 cycles after a 5000-cycle launch; 1.4e6 insn a CTA
+        run = _run(1, f"ctas{n}", kernel.kernel_names)
+        run.status = "stopped_at_limit"
+        run.metrics.update({"gpu_sim_cycle": 5000 + 100.0 * n, "gpu_sim_insn": 1.4e6 * n,
+                            "gpu_tot_issued_cta": n, "cta_per_core": 1})
+        samples.append(run)
+    est = estimate_result(job, probe, samples, SampleSpec.parse("1,2,3"), tmp_path, plan=plan)
+    total = 50 * 10000
+    assert est.metrics["gpu_sim_insn"] == pytest.approx(1.4e6 * total)
+    assert est.metrics["gpu_sim_cycle"] == pytest.approx(5000 + 100 * total / 8)  # the cut GPU's share of the CTAs
+    assert est.estimate["ctas"] == [10, 20, 30] and est.estimate["scale"] == 8
+    assert est.estimate["fraction"] == pytest.approx((1 + 60) / total)
+    assert "checked no output" in est.reason and "bad_elements" not in est.metrics

@@ -40,7 +40,7 @@ from ..sim import container
 from ..sim import probe as simulator_probe
 from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
 from ..sim.catalogue import SUMMARY, aggregate, stat_of
-from ..sim.config import DEFAULT_CONFIG, SimConfig, config_key, load_config, write_run_config
+from ..sim.config import DEFAULT_CONFIG, SimConfig, config_key, cta_limit, load_config, parse_options, write_run_config
 from ..sim.log import SimLog, parse_file
 from ..sim.simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
 from ..sim.standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
@@ -308,6 +308,11 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
         result.status, result.reason = "aborted", f"the simulator aborted: {log.reason}"
     elif log.status == "stopped_at_limit":
         result.status, result.reason = "stopped_at_limit", log.reason
+        config = folder / "gpgpusim.config"
+        limit = cta_limit(dict(parse_options(config.read_text(errors="replace")))) if config.is_file() else 0
+        if limit and result.metrics.get("gpu_tot_issued_cta") == limit:  # a sample inside the launch
+            result.reason = (f"a sample: the launch's first {limit} CTAs, each run to its end (gpgpu_max_cta and "
+                             "gpgpu_max_completed_cta); the simulator stops there, before the program checks y")
     elif log.status != "complete":
         code = facts.get("signal") or f"exit code {facts.get('returncode')}"
         result.status, result.reason = "crashed", f"{log.reason} ({code}); log kept at {log_path}"

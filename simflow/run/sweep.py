@@ -3,7 +3,7 @@
 A job whose run is already stored (same rendered source, problem, backend and config) is not run
 again, so an interrupted sweep resumes. Runs go to local worker processes or to Dask (a scheduler
 address, or Slurm/PBS through dask-jobqueue); every record is written by this process, as each run
-comes back. A sampled simulation (run_sampled) is sweeps too: its one-image probes, then its samples;
+comes back. A sampled simulation (run_sampled) is sweeps too: its probes, then its samples;
 simflow.sim.sampling turns them into the estimate.
 """
 
@@ -26,7 +26,7 @@ from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
-from ..sim.sampling import METHOD, SampleSpec, at_batch, choose_scale, estimate_result, sample_batches, scaled_job
+from ..sim.sampling import METHOD, SampleSpec, completed, estimate_result, plan_samples, probe_job, sample_jobs
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
@@ -394,7 +394,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         else:
             todo.append(job)
 
-    probes = list(dict.fromkeys(at_batch(job, 1) for job in todo))
+    probes = list(dict.fromkeys(probe_job(job, store.root) for job in todo))
     bar = Progress(total=len(probes) + 3 * len(todo), workers=workers or os.cpu_count() or 1, quiet=quiet)
 
     def sweep(part: str, part_jobs: list[Job]) -> None:  # each part's jobs on the one bar
@@ -402,30 +402,29 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
                       executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar)
 
-    sweep("probes (1 image each)", probes)
+    sweep("probes (1 image or 1 CTA each)", probes)
     plans = {}
     for job in todo:
-        probe = stored_run(store, at_batch(job, 1))
-        if probe is None or not probe.passed:
-            outcomes[job].error = _failed(probe, at_batch(job, 1), "one-image probe")
+        probe = stored_run(store, probe_job(job, store.root))
+        if not completed(probe):
+            outcomes[job].error = _failed(probe, probe_job(job, store.root), "probe")
             continue
         try:
-            scale = choose_scale(probe, spec, job.kernel(), job.problem.B)
-            batches = sample_batches(probe, spec, job.kernel(), job.problem.B, scale)[0]
-            plans[job] = (probe, scale, scaled_job(job, probe, scale, store.root), batches)
+            plan = plan_samples(probe, spec, job.kernel(), job.problem.B)
+            plans[job] = (probe, plan, sample_jobs(job, plan, probe, store.root))
         except UserError as exc:
             outcomes[job].error = str(exc)
-    samples = {at_batch(on, b) for _, _, on, batches in plans.values() for b in batches}
+    samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
-    for job, (probe, scale, on, batches) in plans.items():
-        runs = [stored_run(store, at_batch(on, b)) for b in batches]
-        bad = next(((run, b) for run, b in zip(runs, batches, strict=True) if run is None or not run.passed), None)
+    for job, (probe, plan, runs_of) in plans.items():
+        runs = [stored_run(store, sample) for sample in runs_of]
+        bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
         if bad:
-            outcomes[job].error = _failed(bad[0], at_batch(on, bad[1]), "sample")
+            outcomes[job].error = _failed(bad[0], bad[1], "sample")
             continue
-        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started, scale)
+        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started, plan)
         store.add(result)
         outcomes[job].result = result
     return [outcomes[job] for job in jobs]

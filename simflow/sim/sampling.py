@@ -5,9 +5,9 @@ a number of blocks that grows linearly with the batch (plus, for some, a part th
 transforms). So simulating the first images of the real launch, a few whole waves of blocks, tells how
 the layer behaves once the SMs are full:
 
-1. a probe simulates one image, to learn from the simulator how many CTAs an SM holds; with the CTAs the
-   real launch makes per image, that says how many images fill the SMs once (a wave), for the kernel
-   with the most cycles;
+1. a probe simulates one image (of a variant with one launch, only its first CTA: probe_job), to learn from
+   the simulator how many CTAs an SM holds; with the CTAs the real launch makes per image, that says how many
+   images fill the SMs once (a wave), for the kernel with the most cycles;
 2. three batches b1 < b2 < b3 of about w1, w2, w3 waves (the spec, default 1,2,3) are simulated, in
    parallel (local workers, Dask or Slurm, through the sweep engine and its cache), on the GPU cut to 1/k of
    its SMs and memory channels where a wave holds many images (choose_scale; extrapolate says how the cut
@@ -15,7 +15,9 @@ the layer behaves once the SMs are full:
    to whole images: an SM runs its resident blocks in step, so a last wave part full costs about its share
    of a wave, but a handful of blocks just past a whole wave run alone at low occupancy and cost most of a
    wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
-   6 and 19 images);
+   6 and 19 images). Where a wave holds too few images for that (a one-launch variant under MIN_SCALED_WAVE
+   images a wave), a sample is instead the launch's first w waves of CTAs exactly, on the smallest cut GPU,
+   the simulator stopped once they have ended (plan_samples, config.first_ctas): a CTA is a sample's unit;
 3. a count that adds up over blocks is extrapolated to the real batch B along a slope s:
    v(B) = v(b3) + s (B - b3). s is the last two samples' slope, s23, free of a first sample cut to part
    of a wave; for the work (cycles, instructions) of a kernel whose largest sample's steady state (its
@@ -57,10 +59,21 @@ from ..results.folders import keep_result, new_run_folder, write_json, write_tex
 from ..results.metrics import CHECK_BETTER
 from ..results.record import RunResult
 from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
-from .config import DEFAULT_CONFIG, config_key, load_config, overlay_text, parse_options, scaled, scalings
+from .config import (
+    DEFAULT_CONFIG,
+    SimConfig,
+    config_key,
+    cta_limit,
+    first_ctas,
+    load_config,
+    overlay_text,
+    parse_options,
+    scaled,
+    scalings,
+)
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 9  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 10  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
@@ -163,7 +176,7 @@ def launch_ctas(kernel: Kernel, batch: int) -> dict[str, int]:
 
 def wave_images(probe: RunResult, kernel: Kernel, batch: int) -> dict[str, float]:
     """Per kernel, how many images fill the simulated SMs once at the real `batch`: the SMs and the CTAs
-    an SM holds come from the one-image probe (the simulator's own occupancy), the CTAs an image makes
+    an SM holds come from the probe (the simulator's own occupancy), the CTAs an image makes
     from the launches at `batch` (a GEMM tile may span images, so one image alone can round up)."""
     sms = probe.metrics.get("simulated_sms")
     if not sms:
@@ -209,6 +222,90 @@ def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: in
 MIN_SCALED_WAVE = 8
 
 
+def by_ctas(kernel: Kernel) -> bool:
+    """Whether the variant's samples may stop inside its launch (first_ctas): it makes one launch. The simulator's
+    CTA limit counts every launch of the process, so with several a later kernel would never run."""
+    return len(kernel.launches(1)) == 1
+
+
+def probe_job(job: Job, results: Path) -> Job:
+    """The probe of a layer: one image, and of a one-launch variant only its first CTA (what the probe is read
+    for, the SMs and the CTAs an SM holds, the simulator prints as the launch starts; an image of fmnist-conv1
+    is 6.9e7 instructions for implicit_gemm)."""
+    one = at_batch(job, 1)
+    return first_ctas_job(one, 1, results) if by_ctas(job.kernel()) else one
+
+
+def completed(run: RunResult | None) -> bool:
+    """A run a sample may use: passed, or stopped at its CTA limit (first_ctas) with every one of those CTAs
+    issued; the simulator ends such a run before the program checks y."""
+    if run is None or run.passed:
+        return run is not None
+    limit = cta_limit(probe_options(run)) if run.status == "stopped_at_limit" else 0
+    return limit > 0 and run.metrics.get("gpu_tot_issued_cta") == limit
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The samples of a layer: on 1/`scale` of the GPU, each launching `batches[i]` images and, where `ctas` is
+    set, running only the first `ctas[i]` CTAs of that launch; `wave`: the images a wave of the cut GPU holds."""
+
+    scale: int
+    batches: list[int]
+    ctas: list[int] | None
+    wave: float
+
+    def sizes(self, kernel: Kernel, batch: int) -> list[float]:
+        """The images of the real launch each sample stands for (a CTA sample: its CTAs' share of them)."""
+        if self.ctas is None:
+            return [float(b) for b in self.batches]
+        (total,) = launch_ctas(kernel, batch).values()
+        return [n * batch / total for n in self.ctas]
+
+
+def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> Plan:
+    """Whole images (sample_batches, on choose_scale's cut), or, for a one-launch variant whose wave holds fewer
+    than MIN_SCALED_WAVE images on the whole GPU, the launch's first CTAs: exactly w waves of CTAs each, on the
+    smallest cut (spec's scale if given). Images would sample such a wave in coarse steps, and could not be cut:
+    fmnist-conv1's implicit_gemm wave is 1.6 images of 1.1e8 instructions, its samples 6.6e8 (about 30 minutes)."""
+    waves = wave_images(probe, kernel, batch)
+    main = _longest(probe, waves)
+    if not (by_ctas(kernel) and waves[main] < MIN_SCALED_WAVE):
+        scale = choose_scale(probe, spec, kernel, batch)
+        batches, wave = sample_batches(probe, spec, kernel, batch, scale)
+        return Plan(scale, batches, None, wave)
+    options = probe_options(probe)
+    able = scalings(options) if options else [1]
+    if spec.scale is not None and spec.scale not in able:
+        raise UserError(f"sample spec {spec}: the probe's GPU (run {probe.run_id}) cannot be cut to 1/{spec.scale} "
+                        f"of its SMs and memory channels exactly; it can by {', '.join(map(str, able))}")
+    scale = able[-1] if spec.scale is None else spec.scale
+    total = launch_ctas(kernel, batch)[main]
+    wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
+    ctas: list[int] = []
+    for w in spec.waves:
+        ctas.append(max(round(w * wave_ctas), ctas[-1] + 1 if ctas else 1))
+    if ctas[-1] * scale >= total:
+        cut = f" on 1/{scale} of the GPU" if scale > 1 else ""
+        raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, ctas))} CTAs{cut} for "
+                        f"{spec}, of {total}): simulate it whole (drop --sample) or sample fewer waves")
+    batches = []
+    for n in ctas:  # the fewest images whose launch has more CTAs than the sample: all its CTAs are whole tiles
+        b = min(batch, max(1, math.ceil((n + 1) * batch / total)))
+        while b < batch and launch_ctas(kernel, b)[main] <= n:
+            b += 1
+        batches.append(b)
+    return Plan(scale, batches, ctas, waves[main] / scale)
+
+
+def sample_jobs(job: Job, plan: Plan, probe: RunResult, results: Path) -> list[Job]:
+    """The sample runs of a plan: the job at each batch, on the cut GPU, stopped after its CTAs where it has any."""
+    on = scaled_job(job, probe, plan.scale, results)
+    if plan.ctas is None:
+        return [at_batch(on, b) for b in plan.batches]
+    return [first_ctas_job(at_batch(on, b), n, results) for b, n in zip(plan.batches, plan.ctas, strict=True)]
+
+
 def probe_options(probe: RunResult) -> dict[str, str]:
     """The options the probe's simulator read (the merged gpgpusim.config simflow wrote into its folder)."""
     path = Path(probe.artifacts.get("run_dir", "")) / "gpgpusim.config"
@@ -240,7 +337,15 @@ def scaled_job(job: Job, probe: RunResult, scale: int, results: Path) -> Job:
     path in the job, as a user's own overlay is."""
     if scale == 1:
         return job
-    config = scaled(load_config(job.config or DEFAULT_CONFIG), probe_options(probe), scale)
+    return _on_config(job, scaled(load_config(job.config or DEFAULT_CONFIG), probe_options(probe), scale), results)
+
+
+def first_ctas_job(job: Job, n: int, results: Path) -> Job:
+    """The job stopped once the first `n` CTAs of its launch have run to their end (config.first_ctas)."""
+    return _on_config(job, first_ctas(load_config(job.config or DEFAULT_CONFIG), n), results)
+
+
+def _on_config(job: Job, config: SimConfig, results: Path) -> Job:
     path = results / "sample-configs" / f"{config.name}.toml"
     text = overlay_text(config)
     if not path.is_file() or path.read_text() != text:
@@ -406,23 +511,29 @@ def at_batch(job: Job, batch: int) -> Job:
 
 
 def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
-                    wall_s: float = 0.0, scale: int = 1) -> RunResult:
+                    wall_s: float = 0.0, plan: Plan | None = None) -> RunResult:
     """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound. The samples
-    ran on 1/`scale` of the probe's GPU."""
-    batch = job.problem.B
-    waves = {k: w / scale for k, w in wave_images(probe, job.kernel(), batch).items()}
+    are the plan's (default: whole images on the whole GPU)."""
+    batch, kernel = job.problem.B, job.kernel()
+    plan = plan or Plan(1, [s.problem.B for s in samples], None, 0.0)
+    scale, sizes = plan.scale, plan.sizes(kernel, batch)
+    waves = {k: w / scale for k, w in wave_images(probe, kernel, batch).items()}
     last = samples[-1]
     steady = {}
     if last.artifacts.get("intervals") and Path(last.artifacts["intervals"]).is_file():
         with open(last.artifacts["intervals"], newline="") as f:
             rows = list(csv.DictReader(f))
-        for kernel, wave in waves.items():
-            cpi = steady_cpi(rows, kernel, last.problem.B / wave)
+        for name, wave in waves.items():
+            cpi = steady_cpi(rows, name, sizes[-1] / wave)
             if cpi:
-                steady[kernel] = cpi
-    kernel = job.kernel()
-    estimates = extrapolate([(s.problem.B, s.metrics) for s in samples], batch, waves, steady,
-                            lambda images: launch_ctas(kernel, images), scale)
+                steady[name] = cpi
+    # CTA samples are the CTAs themselves; where whole images are, a tile spanning images is bounded along the CTAs
+    ctas = None if plan.ctas else (lambda images: launch_ctas(kernel, images))
+    probe_share = probe.problem.B  # the images the probe ran (a CTA probe: its CTAs' share of them)
+    if plan.ctas:
+        probe_share = Plan(1, [], [int(probe.metrics.get("gpu_tot_issued_cta", 1))], 0.0).sizes(kernel, batch)[0]
+    estimates = extrapolate(list(zip(sizes, (s.metrics for s in samples), strict=True)), batch, waves, steady,
+                            ctas, scale)
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
                        problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
                        # a cut estimate is of the probe's GPU: its config hash, not the cut one's (sample_config)
@@ -436,13 +547,16 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
         if name.split(".", 1)[-1] in CHECK_BETTER:
             values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
             result.metrics[name] = (sum if name.endswith("checked_elements") else max)(values) if values else math.nan
+    if plan.ctas:
+        result.reason = (f"estimated from the first {', '.join(map(str, plan.ctas))} CTAs of the launch; the simulator "
+                         "ends such a sample before the program checks y, so this estimate checked no output")
     main = _longest(probe, waves)
     result.estimate = {
-        "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples],
+        "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples], "ctas": plan.ctas,
         "wave_images": round(waves[main] * scale, 4), "scale": scale,
         "sample_config": samples[-1].job.config_name if samples[-1].job else "",
         "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
-        "fraction": (probe.problem.B + sum(s.problem.B for s in samples)) / batch,
+        "fraction": (probe_share + sum(sizes)) / batch,
         "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
         "bounds": {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}}
     result.run_id, folder = new_run_folder(job.variant, results)
