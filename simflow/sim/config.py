@@ -183,10 +183,11 @@ def _cut_hash(options: dict[str, str], k: int) -> str | None:
     return XOR if channels & (channels - 1) == 0 else None
 
 
-def scalings(options: dict[str, str]) -> list[int]:
+def scalings(options: dict[str, str], same_hash: bool = False) -> list[int]:
     """The factors k (1 first) by which a config's GPU can be cut to 1/k of its SMs and of its memory channels,
     both exactly, so that each SM keeps its share of the L2, DRAM and interconnect; the cut keeps MIN_CUT_SMS
-    SMs and an address hash that takes the slices left. `options`: the merged config (parse_options)."""
+    SMs and an address hash that takes the slices left (with `same_hash`, the config's own hash: no XOR cut).
+    `options`: the merged config (parse_options)."""
     clusters = _int_option(options, "gpgpu_n_clusters", 1)
     channels = _int_option(options, "gpgpu_n_mem", 1)
     per_cluster = _int_option(options, "gpgpu_n_cores_per_cluster", 1)
@@ -194,7 +195,8 @@ def scalings(options: dict[str, str]) -> list[int]:
     for k in range(2, min(clusters, channels) + 1):
         if clusters % k or channels % k or clusters // k * per_cluster < MIN_CUT_SMS:
             continue
-        if _cut_hash(options, k) is not None:
+        hashing = _cut_hash(options, k)
+        if hashing is not None and (not same_hash or hashing == options.get("gpgpu_memory_partition_indexing", "0")):
             out.append(k)
     return out
 

@@ -266,8 +266,11 @@ class Plan:
 def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> Plan:
     """Whole images (sample_batches, on choose_scale's cut), or, for a one-launch variant whose wave holds fewer
     than MIN_SCALED_WAVE images on the whole GPU, the launch's first CTAs: exactly w waves of CTAs each, on the
-    smallest cut (spec's scale if given). Images would sample such a wave in coarse steps, and could not be cut:
-    fmnist-conv1's implicit_gemm wave is 1.6 images of 1.1e8 instructions, its samples 6.6e8 (about 30 minutes)."""
+    smallest cut that keeps the config's own address hash (spec's scale if given). Images would sample such a wave
+    in coarse steps, and could not be cut: fmnist-conv1's implicit_gemm wave is 3.2 images of 2.2e8 instructions,
+    its samples 1.3e9 (about 40 minutes here). The hash: a streaming layer (global, 1x1, 80x80 images) read +9.8 %
+    cycles on SM7_QV100 cut to 10 SMs and 4 channels hashed by XOR, +2.8 % on 20 SMs and 8 channels (IPOLY, as the
+    whole GPU), +1.0 % on 40 (benchmarks/sampling.py, global-1x1-wide); implicit_gemm read -0.3 % on all three."""
     waves = wave_images(probe, kernel, batch)
     main = _longest(probe, waves)
     if not (by_ctas(kernel) and waves[main] < MIN_SCALED_WAVE):
@@ -275,11 +278,11 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
         batches, wave = sample_batches(probe, spec, kernel, batch, scale)
         return Plan(scale, batches, None, wave)
     options = probe_options(probe)
-    able = scalings(options) if options else [1]
-    if spec.scale is not None and spec.scale not in able:
+    every = scalings(options) if options else [1]
+    if spec.scale is not None and spec.scale not in every:
         raise UserError(f"sample spec {spec}: the probe's GPU (run {probe.run_id}) cannot be cut to 1/{spec.scale} "
-                        f"of its SMs and memory channels exactly; it can by {', '.join(map(str, able))}")
-    scale = able[-1] if spec.scale is None else spec.scale
+                        f"of its SMs and memory channels exactly; it can by {', '.join(map(str, every))}")
+    scale = (scalings(options, same_hash=True) if options else [1])[-1] if spec.scale is None else spec.scale
     total = launch_ctas(kernel, batch)[main]
     wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
     ctas: list[int] = []
