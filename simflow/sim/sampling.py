@@ -73,7 +73,7 @@ from .config import (
 )
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 10  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 11  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
