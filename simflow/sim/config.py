@@ -298,13 +298,16 @@ def write_run_config(config: SimConfig, folder: Path, root: Path | None = None) 
     source = base_dir(config.base, root or find_simulator().root)
     base_text = (source / "gpgpusim.config").read_text(errors="replace")
     pairs, added = merge(base_text, config.options)
-    header = [f"simflow config {config.name}: base {config.base} ({source / 'gpgpusim.config'})",
+    header = [f"simflow config {config.name}: base {config.base}",
               f"base sha256 {hashlib.sha256(base_text.encode()).hexdigest()}"]
     header += [f"override -{k} {v}" + ("  (not in the base)" if k in added else "") for k, v in config.options.items()]
     modelled = render_config(pairs, header)
-    digest = hashlib.sha256(modelled.encode())  # what is simulated: the instrumentation only prints
+    # what is simulated, wherever the simulator is installed (a container's /opt/gpgpu-sim hashes as a native
+    # build elsewhere); the instrumentation only prints
+    digest = hashlib.sha256(modelled.encode())
     extra = instrument(pairs, config.options)
     pairs, _ = merge(modelled, extra)
+    header[0] += f" ({source / 'gpgpusim.config'})"
     text = render_config(pairs, header + [f"simflow instrumentation -{k} {v}" for k, v in extra.items()])
     for companion in sorted(source.iterdir()):
         if companion.is_file() and companion.name != "gpgpusim.config":
