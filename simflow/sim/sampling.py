@@ -241,7 +241,7 @@ def completed(run: RunResult | None) -> bool:
     issued; the simulator ends such a run before the program checks y."""
     if run is None or run.passed:
         return run is not None
-    limit = cta_limit(probe_options(run)) if run.status == "stopped_at_limit" else 0
+    limit = cta_limit(run_options(run)) if run.status == "stopped_at_limit" else 0
     return limit > 0 and run.metrics.get("gpu_tot_issued_cta") == limit
 
 
@@ -277,7 +277,7 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
         scale = choose_scale(probe, spec, kernel, batch)
         batches, wave = sample_batches(probe, spec, kernel, batch, scale)
         return Plan(scale, batches, None, wave)
-    options = probe_options(probe)
+    options = run_options(probe)
     every = scalings(options) if options else [1]
     if spec.scale is not None and spec.scale not in every:
         raise UserError(f"sample spec {spec}: the probe's GPU (run {probe.run_id}) cannot be cut to 1/{spec.scale} "
@@ -309,9 +309,9 @@ def sample_jobs(job: Job, plan: Plan, probe: RunResult, results: Path) -> list[J
     return [first_ctas_job(at_batch(on, b), n, results) for b, n in zip(plan.batches, plan.ctas, strict=True)]
 
 
-def probe_options(probe: RunResult) -> dict[str, str]:
-    """The options the probe's simulator read (the merged gpgpusim.config simflow wrote into its folder)."""
-    path = Path(probe.artifacts.get("run_dir", "")) / "gpgpusim.config"
+def run_options(run: RunResult) -> dict[str, str]:
+    """The options a run's simulator read (the merged gpgpusim.config simflow wrote into its folder)."""
+    path = Path(run.artifacts.get("run_dir", "")) / "gpgpusim.config"
     return dict(parse_options(path.read_text(errors="replace"))) if path.is_file() else {}
 
 
@@ -320,7 +320,7 @@ def choose_scale(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
     its share of the memory system and a wave takes about the time it takes on the whole GPU): the spec's k,
     or the smallest GPU whose wave still holds MIN_SCALED_WAVE images. The samples are as many waves on any
     cut; a wave of 80 images (regtile on fmnist-conv1, 80 SMs) is 10 on an eighth, an eighth of the simulation."""
-    options = probe_options(probe)
+    options = run_options(probe)
     able = scalings(options) if options else [1]
     if spec.scale is not None:
         if spec.scale not in able:
@@ -340,7 +340,7 @@ def scaled_job(job: Job, probe: RunResult, scale: int, results: Path) -> Job:
     path in the job, as a user's own overlay is."""
     if scale == 1:
         return job
-    return _on_config(job, scaled(load_config(job.config or DEFAULT_CONFIG), probe_options(probe), scale), results)
+    return _on_config(job, scaled(load_config(job.config or DEFAULT_CONFIG), run_options(probe), scale), results)
 
 
 def first_ctas_job(job: Job, n: int, results: Path) -> Job:
@@ -532,9 +532,9 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
                 steady[name] = cpi
     # CTA samples are the CTAs themselves; where whole images are, a tile spanning images is bounded along the CTAs
     ctas = None if plan.ctas else (lambda images: launch_ctas(kernel, images))
-    probe_share = probe.problem.B  # the images the probe ran (a CTA probe: its CTAs' share of them)
-    if plan.ctas:
-        probe_share = Plan(1, [], [int(probe.metrics.get("gpu_tot_issued_cta", 1))], 0.0).sizes(kernel, batch)[0]
+    probe_share = float(probe.problem.B)  # the images the probe ran, or a CTA probe's share of them
+    if cta_limit(run_options(probe)):
+        probe_share = probe.metrics.get("gpu_tot_issued_cta", 0) * batch / sum(launch_ctas(kernel, batch).values())
     estimates = extrapolate(list(zip(sizes, (s.metrics for s in samples), strict=True)), batch, waves, steady,
                             ctas, scale)
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
