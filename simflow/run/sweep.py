@@ -394,7 +394,8 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         else:
             todo.append(job)
 
-    probes = list(dict.fromkeys(probe_job(job, store.root) for job in todo))
+    probe_of = {job: probe_job(job, store.root) for job in todo}
+    probes = list(dict.fromkeys(probe_of.values()))
     bar = Progress(total=len(probes) + 3 * len(todo), workers=workers or os.cpu_count() or 1, quiet=quiet)
 
     def sweep(part: str, part_jobs: list[Job]) -> None:  # each part's jobs on the one bar
@@ -405,9 +406,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     sweep("probes (1 image or 1 CTA each)", probes)
     plans = {}
     for job in todo:
-        probe = stored_run(store, probe_job(job, store.root))
+        probe = stored_run(store, probe_of[job])
         if not completed(probe):
-            outcomes[job].error = _failed(probe, probe_job(job, store.root), "probe")
+            outcomes[job].error = _failed(probe, probe_of[job], "probe")
             continue
         try:
             plan = plan_samples(probe, spec, job.kernel(), job.problem.B)
