@@ -309,10 +309,12 @@ def _judge(folder: Path, spec: dict, facts: dict, problem: Problem, result: RunR
     elif log.status == "stopped_at_limit":
         result.status, result.reason = "stopped_at_limit", log.reason
         config = folder / "gpgpusim.config"
-        limit = cta_limit(dict(parse_options(config.read_text(errors="replace")))) if config.is_file() else 0
-        if limit and result.metrics.get("gpu_tot_issued_cta") == limit:  # a sample inside the launch
-            result.reason = (f"a sample: the launch's first {limit} CTAs, each run to its end (gpgpu_max_cta and "
-                             "gpgpu_max_completed_cta); the simulator stops there, before the program checks y")
+        issued, last = cta_limit(dict(parse_options(config.read_text(errors="replace")))) if config.is_file() \
+            else (0, 0)
+        if issued and result.metrics.get("gpu_tot_issued_cta") == issued:  # a sample inside the launch
+            before = f", after the {issued - last} of the launches before it" if issued > last else ""
+            result.reason = (f"a sample: the launch's first {last} CTAs{before}, each run to its end (gpgpu_max_cta "
+                             "and gpgpu_max_completed_cta); the simulator stops there, before the program checks y")
     elif log.status != "complete":
         code = facts.get("signal") or f"exit code {facts.get('returncode')}"
         result.status, result.reason = "crashed", f"{log.reason} ({code}); log kept at {log_path}"

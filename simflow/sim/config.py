@@ -221,21 +221,26 @@ def scaled(config: SimConfig, options: dict[str, str], k: int) -> SimConfig:
                      options={**config.options, **cut})
 
 
-def first_ctas(config: SimConfig, n: int) -> SimConfig:
-    """`config` stopped once the first `n` CTAs have run to their end: the simulator issues no CTA past the n-th
-    (gpgpu_max_cta) and ends when n have finished (gpgpu_max_completed_cta), printing the kernel's stats over
-    exactly those CTAs, then its break line. Either option alone is not enough: with the first only, the fork
-    (667834cf) spins after the last CTA without ending; with the second only, CTAs past the n-th are in flight."""
-    return SimConfig(name=f"{config.name}-first{n}ctas", base=config.base,
-                     description=f"{config.name}, its first {n} CTAs only (sampled simulation inside a launch)",
-                     options={**config.options, "gpgpu_max_cta": str(n), "gpgpu_max_completed_cta": str(n)})
+def first_ctas(config: SimConfig, n: int, before: int = 0) -> SimConfig:
+    """`config` stopped once the first `n` CTAs of a launch have run to their end, `before` CTAs of earlier launches
+    (run whole) issued first: the simulator issues no CTA past the (before + n)-th over the process (gpgpu_max_cta)
+    and ends when n of one launch have finished (gpgpu_max_completed_cta, counted per launch), printing the kernel's
+    stats over exactly those CTAs, then its break line. Either option alone is not enough: with the first only, the
+    fork (667834cf) spins after the last CTA without ending; with the second only, CTAs past the n-th are in flight.
+    So every earlier launch must make fewer than n CTAs, or it would be the one stopped."""
+    after = f"-after{before}" if before else ""
+    return SimConfig(name=f"{config.name}-first{n}ctas{after}", base=config.base,
+                     description=f"{config.name}, its first {n} CTAs of a launch only"
+                                 + (f", after {before} of earlier launches" if before else "")
+                                 + " (sampled simulation inside a launch)",
+                     options={**config.options, "gpgpu_max_cta": str(before + n), "gpgpu_max_completed_cta": str(n)})
 
 
-def cta_limit(options: dict[str, str]) -> int:
-    """The CTAs a merged config (parse_options) stops after, as first_ctas sets it; 0 where it sets no such
-    limit."""
+def cta_limit(options: dict[str, str]) -> tuple[int, int]:
+    """What a merged config (parse_options) set by first_ctas stops after: (the CTAs issued over the process, the
+    CTAs of the last launch among them); (0, 0) where it sets no such limit."""
     issued, completed = (_int_option(options, name, 0) for name in ("gpgpu_max_cta", "gpgpu_max_completed_cta"))
-    return issued if issued > 0 and issued == completed else 0
+    return (issued, completed) if issued >= completed > 0 else (0, 0)
 
 
 def overlay_text(config: SimConfig) -> str:
