@@ -7,9 +7,10 @@ there: variant, parameters, problem, backend, runner, config and seed are the jo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from .backends import backend_class
+from .errors import UserError
 from .kernels.problems import Problem
 from .kernels.variants import Kernel, get_variant, show_value
 
@@ -34,6 +35,7 @@ class Job:
     warmup: int = DEFAULT_WARMUP
     timeout_s: float = DEFAULT_TIMEOUT_S
     sample_check: bool = False  # GPU: judge a seeded sample of outputs, not every one
+    launch: str = ""  # the one kernel the program launches, a part of sampled simulation ('' = every launch)
 
     @staticmethod
     def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
@@ -50,17 +52,25 @@ class Job:
         return f"docker:{self.docker_image}" if self.docker_image else "native"
 
     def kernel(self) -> Kernel:
-        return get_variant(self.variant).render(self.problem, dict(self.params))
+        kernel = get_variant(self.variant).render(self.problem, dict(self.params))
+        if self.launch:
+            if self.launch not in kernel.kernel_names:
+                raise UserError(f"{self.variant} launches no kernel {self.launch!r}; it launches "
+                                f"{', '.join(kernel.kernel_names)}")
+            kernel = replace(kernel, only=self.launch)
+        return kernel
 
     @property
     def key(self) -> tuple:
         """What makes two jobs the same run (for de-duplication)."""
-        return self.variant, self.params, tuple(sorted(self.problem.as_dict().items())), self.backend, self.config
+        return (self.variant, self.params, tuple(sorted(self.problem.as_dict().items())), self.backend, self.config,
+                self.launch)
 
     def describe(self) -> str:
         params = " ".join(f"{k}={show_value(v)}" for k, v in self.params)
         where = f" {self.config}" if self.config else ""
-        return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}"
+        only = f" (launch {self.launch} only)" if self.launch else ""
+        return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}{only}"
 
     def as_dict(self) -> dict:
         out = asdict(self)

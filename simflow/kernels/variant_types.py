@@ -109,6 +109,7 @@ class Kernel:
     arch: str = ""  # the one architecture its instructions exist on ("sm_90a": wgmma), "" for any from sm_70
     wmma_forms: tuple[str, ...] = ()  # the WMMA forms it uses (simflow.sim.probe names): a simulator build
                                       # whose model gets one wrong refuses it
+    only: str = ""  # the one kernel whose launch a program makes, for sampled simulation ('' = every launch)
 
     def build_arch(self, device_arch: str) -> str:
         """nvcc's -arch for a device of `device_arch`: that, or the architecture-specific target this kernel
@@ -126,10 +127,13 @@ class Kernel:
         return self.tolerance or TOLERANCE[self.precision]
 
     def launches(self, batch: int) -> list[Launch]:
-        return self.family.launches(self, batch)
+        launches = self.family.launches(self, batch)
+        return [launch for launch in launches if launch.kernel == self.only] if self.only else launches
 
     def fingerprint(self, options: tuple[str, ...] = ()) -> str:
         digest = hashlib.sha256(self.source.encode())
+        if self.only:  # the same source making one launch is another run
+            digest.update(b"\0only=" + self.only.encode())
         for opt in options:
             digest.update(b"\0" + opt.encode())
         return digest.hexdigest()[:16]
