@@ -52,9 +52,12 @@ def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
         rows.append({"metric": name, "estimate": value, "bound": bound,
                      "bound %": rel, "unit": result.units.get(name, "")})
     cut = f" on {est['sample_config']} (1/{est['scale']} of the GPU)" if est.get("scale", 1) > 1 else ""
+    what = f"the first {', '.join(map(str, est['ctas']))} CTAs of launches of" if est.get("ctas") else "batches"
+    launches = f"; one launch at a time, {len(est['launches'])} launches" if est.get("launches") else ""
+    probe = "its first CTAs" if est.get("ctas") else "1 image"
     return [table(rows),
-            f"sampled {est['spec']}: batches {', '.join(map(str, est['batches']))}{cut} (probe: 1 image; a wave of "
-            f"the whole GPU holds {est['wave_images']:.3g} images) of {result.problem.B}, "
+            f"sampled {est['spec']}: {what} {', '.join(map(str, est['batches']))} images{cut}{launches} (probe: "
+            f"{probe}; a wave of the whole GPU holds {est['wave_images']:.3g} images) of {result.problem.B}, "
             f"{100 * est['fraction']:.3g} % of the images simulated, in {est['wall_s']:.0f} s",
             f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})"]
 

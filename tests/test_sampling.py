@@ -27,20 +27,29 @@ from simflow.sim.sampling import (
     MISS_FLOOR,
     RATE_FLOOR,
     TAIL_WAVES,
+    Estimate,
     Plan,
     SampleSpec,
     at_batch,
+    by_ctas,
+    by_launch,
     choose_scale,
     completed,
+    estimate_launches,
     estimate_result,
     extrapolate,
     first_ctas_job,
+    fixed,
+    fixed_ctas,
+    launch_parts,
     plan_samples,
     probe_job,
     sample_batches,
+    sample_jobs,
     scaled_job,
     steady_cpi,
     wave_images,
+    whole_launch_job,
 )
 
 
@@ -480,6 +489,33 @@ def test_a_one_launch_layer_is_estimated_from_its_first_ctas(tmp_path):
     assert abs(est["metrics"]["gpu_sim_cycle"] / whole["metrics"]["gpu_sim_cycle"] - 1) < 0.05
 
 
+@pytest.mark.gpgpusim
+def test_a_launch_after_a_weight_copy_is_estimated_from_its_first_ctas(tmp_path):
+    """The real simulator: implicit_gemm_async copies w in one CTA, then its GEMM makes 200 CTAs on 16 40x40 1x1
+    images; each sample runs the copy whole and stops the GEMM after its first CTAs (gpgpu_max_cta counts the
+    copy's CTA too, gpgpu_max_completed_cta only the GEMM's)."""
+    args = ("sim", "implicit_gemm_async", "--shape", "16,1,4,40,40,1,0", "-c", "SM7_QV100_small",
+            "--results", str(tmp_path), "--json")
+    proc = simflow(*args, "--sample")
+    assert proc.returncode == 0, proc.stderr
+    est = json.loads(proc.stdout)
+    ctas = est["estimate"]["ctas"]
+    assert ctas and "checked no output" in est["reason"]
+    with Store(tmp_path) as store:
+        samples = [store.runs("WHERE id = ?", (run_id,))[0] for run_id in est["estimate"]["runs"]]
+    for sample, n in zip(samples, ctas, strict=True):
+        assert sample.status == "stopped_at_limit" and f"first {n} CTAs, after the 1 of" in sample.reason
+        assert sample.metrics["conv2d_implicit_gemm_async_w.gpu_tot_issued_cta"] == 1
+        assert sample.metrics["conv2d_implicit_gemm_async.gpu_tot_issued_cta"] == n
+    whole = json.loads(simflow(*args).stdout)
+    assert whole["status"] == "passed"
+    assert est["metrics"]["gpu_sim_insn"] == whole["metrics"]["gpu_sim_insn"]
+    for name in ("gpu_sim_cycle", "conv2d_implicit_gemm_async.gpu_sim_cycle", "L1D_total_cache_accesses"):
+        error = abs(est["metrics"][name] - whole["metrics"][name])
+        assert error <= est["estimate"]["bounds"][name] + 1e-9 * whole["metrics"][name], name
+    assert abs(est["metrics"]["gpu_sim_cycle"] / whole["metrics"]["gpu_sim_cycle"] - 1) < 0.05
+
+
 def _intervals(kernel: str, waves: int, wave_cycles: int = 1000, wave_insn: float = 4.0e6) -> list[dict]:
     """Progress samples every 100 cycles of a layer whose first wave starts slowly (half the IPC for its
     first half) and whose waves then run at a steady IPC (test data: chosen, not measured)."""
@@ -533,21 +569,65 @@ def test_a_cta_sample_is_a_config_that_stops_after_its_first_ctas_have_ended(tmp
     assert limited.name == "SM7_QV100_small-first40ctas" and limited.base == "SM7_QV100"
     assert limited.options == {"gpgpu_n_clusters": "8", "gpgpu_n_mem": "8", "gpgpu_max_cta": "40",
                                "gpgpu_max_completed_cta": "40"}
-    assert cta_limit(limited.options) == 40
-    assert cta_limit({"gpgpu_max_cta": "40"}) == 0 and cta_limit({}) == 0  # not both: not a sample's limit
+    assert cta_limit(limited.options) == (40, 40)
+    assert cta_limit({"gpgpu_max_cta": "40"}) == (0, 0) and cta_limit({}) == (0, 0)  # not both: not a sample's limit
+    assert cta_limit({"gpgpu_max_cta": "40", "gpgpu_max_completed_cta": "41"}) == (0, 0)
     job = Job.make("implicit_gemm", {}, FMNIST.with_batch(2), "gpgpusim", config="SM7_QV100")
     sample = first_ctas_job(at_batch(job, 1), 1, tmp_path)
     assert sample.config_name == "SM7_QV100-first1ctas" and sample.config_key != job.config_key
     assert probe_job(job, tmp_path) == sample  # a one-launch variant's probe: its first CTA
     two = Job.make("im2col_gemm", {}, FMNIST.with_batch(2), "gpgpusim", config="SM7_QV100")
-    assert probe_job(two, tmp_path) == at_batch(two, 1)  # three launches: the limit would stop the first
+    assert by_ctas(two.kernel()) is None
+    assert probe_job(two, tmp_path) == at_batch(two, 1)  # three launches that grow: the limit would stop the first
+
+
+def test_a_launch_after_a_weight_copy_is_sampled_by_ctas_the_copy_run_whole(tmp_path):
+    """implicit_gemm_async first copies w (7 CTAs on fmnist-conv1 at any batch): the simulator counts issued CTAs
+    over the process and completed ones per launch, so the GEMM's first n CTAs are gpgpu_max_cta = 7 + n and
+    gpgpu_max_completed_cta = n, with n past 7 (else the copy would be the launch stopped)."""
+    job = Job.make("implicit_gemm_async", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
+    kernel = job.kernel()
+    assert by_ctas(kernel) == "conv2d_implicit_gemm_async" and fixed_ctas(kernel) == (7, 7)
+    limited = first_ctas(load_config("SM7_QV100"), 20, before=7)
+    assert limited.name == "SM7_QV100-first20ctas-after7"
+    assert cta_limit(limited.options) == (27, 20)
+    probe = probe_job(job, tmp_path)  # one image, and of the GEMM just enough CTAs that the copy runs whole
+    assert probe.problem.B == 1 and probe.config_name == "SM7_QV100-first8ctas-after7"
+    run = _cta_probe(tmp_path, "conv2d_implicit_gemm_async", 1, limit=8, before=7)
+    run.kernels = ["conv2d_implicit_gemm_async_w", "conv2d_implicit_gemm_async"]
+    run.metrics = {"simulated_sms": 80, "gpu_tot_issued_cta": 15,
+                   "conv2d_implicit_gemm_async_w.cta_per_core": 8, "conv2d_implicit_gemm_async_w.gpu_sim_cycle": 900.0,
+                   "conv2d_implicit_gemm_async.cta_per_core": 1, "conv2d_implicit_gemm_async.gpu_sim_cycle": 9000.0}
+    assert completed(run)
+    plan = plan_samples(run, SampleSpec.parse("1,2,3"), kernel, 10000)
+    assert plan.ctas == [20, 40, 60] and plan.scale == 4
+    samples = sample_jobs(job, plan, run, tmp_path)
+    assert [s.config_name for s in samples] == [f"SM7_QV100-20sms-first{n}ctas-after7" for n in (20, 40, 60)]
+    small = plan_samples(run, SampleSpec.parse("0.1,0.2,0.3;scale=4"), kernel, 10000)
+    assert small.ctas == [8, 9, 10]  # each past the copy's 7
+    est_probe_share = 8 * 10000 / 500000
+    samples = []
+    for n in plan.ctas:
+        sample = _run(1, f"ctas{n}", run.kernels)
+        sample.status = "stopped_at_limit"
+        sample.metrics.update({"conv2d_implicit_gemm_async_w.gpu_sim_cycle": 900.0,
+                               "conv2d_implicit_gemm_async.gpu_sim_cycle": 5000 + 100.0 * n,
+                               "conv2d_implicit_gemm_async_w.gpu_sim_insn": 1e4,
+                               "conv2d_implicit_gemm_async.gpu_sim_insn": 1.4e6 * n,
+                               "gpu_sim_cycle": 5900 + 100.0 * n, "gpu_sim_insn": 1e4 + 1.4e6 * n})  # the totals
+        samples.append(sample)
+    est = estimate_result(job, run, samples, SampleSpec.parse("1,2,3"), tmp_path, plan=plan)
+    assert est.metrics["conv2d_implicit_gemm_async_w.gpu_sim_cycle"] == 900  # the same at any batch
+    assert est.metrics["conv2d_implicit_gemm_async.gpu_sim_insn"] == pytest.approx(1.4e6 * 500000)
+    assert est.metrics["gpu_sim_cycle"] == pytest.approx(900 + 5000 + 100 * 500000 / 4)
+    assert est.estimate["fraction"] == pytest.approx(est_probe_share / 10000 + (0.4 + 0.8 + 1.2) / 10000)
 
 
 FMNIST = Problem(B=1, C=1, M=4, H=86, W=86, K=7, name="fmnist-conv1")
 
 
-def _cta_probe(tmp_path: Path, kernel_name: str, per_core: int, limit: int = 1) -> RunResult:
-    probe = _probe_with_config(tmp_path, {**QV100, "gpgpu_max_cta": str(limit),
+def _cta_probe(tmp_path: Path, kernel_name: str, per_core: int, limit: int = 1, before: int = 0) -> RunResult:
+    probe = _probe_with_config(tmp_path, {**QV100, "gpgpu_max_cta": str(before + limit),
                                           "gpgpu_max_completed_cta": str(limit)})
     probe.kernels = [kernel_name]
     probe.status = "stopped_at_limit"
@@ -567,6 +647,11 @@ def test_a_one_launch_variant_whose_wave_holds_few_images_is_sampled_by_whole_wa
     plan = plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 10000)
     assert plan == Plan(4, [1, 1, 2], [20, 40, 60], 0.4)
     assert plan.sizes(kernel, 10000) == [0.4, 0.8, 1.2]
+    probe.metrics.update({"gpu_sim_insn": 1.4e6, "L2_total_cache_accesses": 1.4e6 * 4.7 / 1000})  # global's stream
+    assert plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 10000).scale == 4
+    probe.metrics["L2_total_cache_accesses"] = 1.4e6 * 1.15 / 1000  # implicit_gemm's: it computes, the XOR cut reads
+    assert plan_samples(probe, SampleSpec.parse("1,2,3"), kernel, 10000).ctas == [10, 20, 30]  # as well, at half cost
+    del probe.metrics["L2_total_cache_accesses"]  # unknown: the same hash
     assert plan_samples(probe, SampleSpec.parse("1,2,3;scale=8"), kernel, 10000).ctas == [10, 20, 30]  # asked for
     wide = plan_samples(probe, SampleSpec.parse("10,20,30;scale=2"), kernel, 10000)
     assert wide.ctas == [400, 800, 1200] and wide.batches == [9, 17, 25]  # 450 CTAs > 400 run
@@ -606,3 +691,90 @@ def test_an_estimate_from_cta_samples_extrapolates_along_the_ctas_and_says_it_ch
     assert est.estimate["ctas"] == [10, 20, 30] and est.estimate["scale"] == 8
     assert est.estimate["fraction"] == pytest.approx((1 + 60) / total)
     assert "checked no output" in est.reason and "bad_elements" not in est.metrics
+
+
+# ---- variants of several launches that grow with the batch: one launch at a time ---------------------------------
+
+def test_a_variant_of_several_growing_launches_is_sampled_one_launch_at_a_time(tmp_path):
+    """im2col_gemm's three launches all grow with the batch, so no CTA limit over the process samples them: each is
+    made alone by the program (Job.launch), its own run and cache entry; fft's weight transform is the same at any
+    batch and runs whole once (its CTA limit all its CTAs, so the program's check of y never runs)."""
+    job = Job.make("im2col_gemm", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
+    assert by_launch(job.kernel()) and by_ctas(job.kernel()) is None
+    parts = launch_parts(job)
+    assert [p.launch for p in parts] == job.kernel().kernel_names
+    for part in parts:
+        assert [launch.kernel for launch in part.kernel().launches(10000)] == [part.launch]
+        assert not fixed(part) and "only" in part.describe()
+        assert probe_job(part, tmp_path) == first_ctas_job(at_batch(part, 1), 1, tmp_path)
+    assert len({job.kernel().fingerprint(), *(p.kernel().fingerprint() for p in parts)}) == 4  # four runs, four keys
+    with pytest.raises(UserError, match="launches no kernel 'conv2d_nope'; it launches conv2d_im2col_gemm_im2col"):
+        dataclasses.replace(job, launch="conv2d_nope").kernel()
+    fft = {p.launch: p for p in launch_parts(Job.make("fft", {}, FMNIST.with_batch(10000), "gpgpusim",
+                                                       config="SM7_QV100"))}
+    assert fixed(fft["conv2d_fft_wfft"]) and not fixed(fft["conv2d_fft_cgemm"])  # cgemm grows in blocks of 4 images
+    whole = whole_launch_job(fft["conv2d_fft_wfft"], tmp_path)
+    assert whole.problem.B == 1 and whole.config_name == "SM7_QV100-first1ctas"
+    for variant in ("implicit_gemm", "implicit_gemm_async", "global"):
+        assert not by_launch(render(variant, FMNIST))
+
+
+def test_a_sample_of_a_launch_whose_grid_grows_along_x_launches_enough_images_to_keep_its_first_ctas(tmp_path):
+    """im2col's grid is (25 an image, 49): the simulator issues x first, so the first 480 CTAs of the real launch are
+    row y = 0 only; 19 images (475 CTAs a row) would run 5 of row 1 instead, 20 run the real launch's own."""
+    job = Job.make("im2col_gemm", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
+    part = launch_parts(job)[0]
+    probe = _cta_probe(tmp_path, part.launch, 8)
+    plan = plan_samples(probe, SampleSpec.parse("1,2,3"), part.kernel(), 10000)
+    assert plan.ctas == [160, 320, 480] and plan.scale == 4
+    assert plan.batches == [7, 13, 20]
+
+
+def _launch_run(run_id: str, cycles: float, insn: float, misses: float) -> RunResult:
+    run = RunResult(status="stopped_at_limit", backend="gpgpusim", variant="fft", params={}, problem=FMNIST,
+                    fingerprint="f", kernels=["k"], run_id=run_id, environment={"config": "SM7_QV100"})
+    for name, value in (("gpu_sim_cycle", cycles), ("gpu_sim_insn", insn), ("L1D_total_cache_misses", misses),
+                        ("L1D_total_cache_accesses", 4 * misses), ("gpu_occupancy", 50.0), ("simulated_sms", 80),
+                        ("regs", 32), ("sim_wall_s", 2.0)):
+        run.add(name, value)
+    return run
+
+
+def test_an_estimate_made_one_launch_at_a_time_sums_its_launches_and_their_bounds(tmp_path, monkeypatch):
+    """Each launch keeps its own estimate under its name; the run's totals are its launches' (counts and their bounds
+    summed, occupancy weighted by cycles); a fixed launch's run is exact; what the runs cost adds up."""
+    job = Job.make("fft", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
+    parts = {p.launch: p for p in launch_parts(job)}
+    grown = {"conv2d_fft_xfft": (1000.0, 100.0), "conv2d_fft_cgemm": (3000.0, 300.0)}  # cycles, bound
+    faked = {}
+
+    def fake(part, probe, samples, plan):
+        cycles, bound = grown[part.launch]
+        faked[part.launch] = plan
+        own = {"gpu_sim_cycle": Estimate(cycles, bound), "gpu_sim_insn": Estimate(10 * cycles, 0.0),
+               "gpu_occupancy": Estimate(40.0 if part.launch.endswith("xfft") else 80.0, 4.0),
+               "L1D_total_cache_misses": Estimate(cycles / 10, cycles / 100), "sim_wall_s": Estimate(6.0, 0.0),
+               "simulated_sms": Estimate(80, 0.0)}
+        facts = {"batches": [1, 2, 3], "ctas": [20, 40, 60], "wave_images": 0.4, "scale": 4, "sample_config": "c",
+                 "steady_cycles_per_insn": {}, "fraction": 0.01, "probe": probe.run_id,
+                 "runs": [s.run_id for s in samples]}
+        return own, facts
+
+    monkeypatch.setattr("simflow.sim.sampling._estimates", fake)
+    plan = Plan(4, [1, 2, 3], [20, 40, 60], 0.4)
+    wfft = _launch_run("wfft", 500.0, 5000.0, 20.0)
+    done = [(parts["conv2d_fft_wfft"], wfft, [], None)]
+    for name in grown:
+        probe = _launch_run(f"{name}-probe", 1, 1, 1)
+        done.append((parts[name], probe, [_launch_run(f"{name}-{i}", 1, 1, 1) for i in range(3)], plan))
+    est = estimate_launches(job, done, SampleSpec.parse("1,2,3"), tmp_path, wall_s=9.0)
+    assert est.metrics["conv2d_fft_wfft.gpu_sim_cycle"] == 500 and est.bound("conv2d_fft_wfft.gpu_sim_cycle") == 0
+    assert est.metrics["conv2d_fft_cgemm.gpu_sim_cycle"] == 3000
+    assert est.metrics["gpu_sim_cycle"] == 4500 and est.bound("gpu_sim_cycle") == pytest.approx(400)
+    assert est.metrics["gpu_sim_insn"] == 45000 and est.bound("gpu_sim_insn") == 0
+    assert est.metrics["gpu_occupancy"] == pytest.approx((50 * 500 + 40 * 1000 + 80 * 3000) / 4500)
+    assert est.metrics["sim_wall_s"] == 2 + 6 + 6 and "conv2d_fft_xfft.sim_wall_s" not in est.metrics
+    assert est.metrics["simulated_sms"] == 80 and "conv2d_fft_wfft.regs" in est.metrics and "regs" not in est.metrics
+    assert est.estimate["ctas"] == [20, 40, 60] and set(est.estimate["launches"]) == {"conv2d_fft_wfft", *grown}
+    assert est.estimate["fraction"] == pytest.approx(0.02)
+    assert "one launch at a time" in est.reason and "checked no output" in est.reason

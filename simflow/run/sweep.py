@@ -26,7 +26,20 @@ from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
-from ..sim.sampling import METHOD, SampleSpec, completed, estimate_result, plan_samples, probe_job, sample_jobs
+from ..sim.sampling import (
+    METHOD,
+    SampleSpec,
+    by_launch,
+    completed,
+    estimate_launches,
+    estimate_result,
+    fixed,
+    launch_parts,
+    plan_samples,
+    probe_job,
+    sample_jobs,
+    whole_launch_job,
+)
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
@@ -394,38 +407,58 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         else:
             todo.append(job)
 
-    probe_of = {job: probe_job(job, store.root) for job in todo}
-    probes = list(dict.fromkeys(probe_of.values()))
-    bar = Progress(total=len(probes) + 3 * len(todo), workers=workers or os.cpu_count() or 1, quiet=quiet)
+    # a layer's parts: the job itself, or (a variant of several launches that grow) each launch made alone
+    parts_of = {job: launch_parts(job) if by_launch(job.kernel()) else [job] for job in todo}
+    parts = list(dict.fromkeys(part for job in todo for part in parts_of[job]))
+    # a part's first run: its probe, or the whole launch of a fixed one (a weight transform)
+    first_of = {part: whole_launch_job(part, store.root) if part.launch and fixed(part) else probe_job(part, store.root)
+                for part in parts}
+    probes = list(dict.fromkeys(first_of.values()))
+    bar = Progress(total=len(probes) + 3 * len(parts), workers=workers or os.cpu_count() or 1, quiet=quiet)
 
     def sweep(part: str, part_jobs: list[Job]) -> None:  # each part's jobs on the one bar
         if part_jobs:
             run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
                       executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar)
 
-    sweep("probes (1 image or 1 CTA each)", probes)
-    plans = {}
-    for job in todo:
-        probe = stored_run(store, probe_of[job])
+    sweep("probes (1 image or its first CTAs each)", probes)
+    plans, errors = {}, {}
+    for part in parts:
+        probe = stored_run(store, first_of[part])
         if not completed(probe):
-            outcomes[job].error = _failed(probe, probe_of[job], "probe")
-            continue
-        try:
-            plan = plan_samples(probe, spec, job.kernel(), job.problem.B)
-            plans[job] = (probe, plan, sample_jobs(job, plan, probe, store.root))
-        except UserError as exc:
-            outcomes[job].error = str(exc)
+            errors[part] = _failed(probe, first_of[part], "probe")
+        elif part.launch and fixed(part):
+            plans[part] = (probe, None, [])
+        else:
+            try:
+                plan = plan_samples(probe, spec, part.kernel(), part.problem.B)
+                plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
+            except UserError as exc:
+                errors[part] = str(exc)
     samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
-    for job, (probe, plan, runs_of) in plans.items():
-        runs = [stored_run(store, sample) for sample in runs_of]
-        bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
-        if bad:
-            outcomes[job].error = _failed(bad[0], bad[1], "sample")
-            continue
-        result = estimate_result(job, probe, runs, spec, store.root, time.monotonic() - started, plan)
-        store.add(result)
-        outcomes[job].result = result
+    for job in todo:
+        done = []
+        for part in parts_of[job]:
+            if part in errors:
+                outcomes[job].error = errors[part]
+                break
+            probe, plan, runs_of = plans[part]
+            runs = [stored_run(store, sample) for sample in runs_of]
+            bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
+            if bad:
+                outcomes[job].error = _failed(bad[0], bad[1], "sample")
+                break
+            done.append((part, probe, runs, plan))
+        else:
+            wall = time.monotonic() - started
+            if len(done) == 1:
+                _, probe, runs, plan = done[0]
+                result = estimate_result(job, probe, runs, spec, store.root, wall, plan)
+            else:
+                result = estimate_launches(job, done, spec, store.root, wall)
+            store.add(result)
+            outcomes[job].result = result
     return [outcomes[job] for job in jobs]

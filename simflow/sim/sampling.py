@@ -17,7 +17,9 @@ the layer behaves once the SMs are full:
    wave's time (measured: fmnist-conv1, 13 images = 2.03 waves took 4500 cycles more than the line through
    6 and 19 images). Where a wave holds too few images for that (a one-launch variant under MIN_SCALED_WAVE
    images a wave), a sample is instead the launch's first w waves of CTAs exactly, on the smallest cut GPU,
-   the simulator stopped once they have ended (plan_samples, config.first_ctas): a CTA is a sample's unit;
+   the simulator stopped once they have ended (plan_samples, config.first_ctas): a CTA is a sample's unit.
+   Launches before it that are the same at any batch (a weight copy) run whole in each sample (by_ctas); a
+   variant of several launches that grow is sampled one launch at a time, each made alone (launch_parts);
 3. a count that adds up over blocks is extrapolated to the real batch B along a slope s:
    v(B) = v(b3) + s (B - b3). s is the last two samples' slope, s23, free of a first sample cut to part
    of a wave; for the work (cycles, instructions) of a kernel whose largest sample's steady state (its
@@ -58,7 +60,7 @@ from ..kernels.variants import Kernel
 from ..results.folders import keep_result, new_run_folder, write_json, write_text
 from ..results.metrics import CHECK_BETTER
 from ..results.record import RunResult
-from .catalogue import CYCLE_WEIGHTED, MISS_RATES, stat_of
+from .catalogue import CYCLE_WEIGHTED, MISS_RATES, aggregate, stat_of
 from .config import (
     DEFAULT_CONFIG,
     SimConfig,
@@ -71,14 +73,16 @@ from .config import (
     scaled,
     scalings,
 )
+from .log import MODELLED
 
 DEFAULT_SPEC = "1,2,3"
-METHOD = 11  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 12  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
 _COST = {"sim_wall_s", "job_wall_s", "gpgpu_simulation_time"}
 _DROPPED = {"gpgpu_simulation_rate_insn", "gpgpu_simulation_rate_cycle", "gpgpu_silicon_slowdown"}
+_MODELLED = {name for name, _, _ in MODELLED}  # facts of the simulated GPU: the same in every run of a layer
 _IPC = {"gpu_ipc": ("gpu_sim_insn", "gpu_sim_cycle"), "gpu_tot_ipc": ("gpu_tot_sim_insn", "gpu_tot_sim_cycle")}
 # Rates the simulator averages over cycles (occupancy, L2 bandwidth ...): their value times the cycles adds up
 # over blocks, so it is extrapolated as a count and divided by the estimated cycles. A sample has relatively
@@ -222,18 +226,44 @@ def sample_batches(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: in
 MIN_SCALED_WAVE = 8
 
 
-def by_ctas(kernel: Kernel) -> bool:
-    """Whether the variant's samples may stop inside its launch (first_ctas): it makes one launch. The simulator's
-    CTA limit counts every launch of the process, so with several a later kernel would never run."""
-    return len(kernel.launches(1)) == 1
+def by_ctas(kernel: Kernel) -> str | None:
+    """The kernel whose launch a sample may stop inside (first_ctas), or None: the last launch, where every launch
+    before it makes the same CTAs at any batch (implicit_gemm_async's weight copy), so that each sample runs those
+    whole and they cost what they cost at the real batch. The simulator's CTA limit counts every launch of the
+    process: where an earlier launch grows with the batch, stopping inside a later one would not be a sample of it,
+    and stopping inside the earlier one would leave the later kernels unrun."""
+    one, grown = _grids(kernel)
+    if grown is None or any(a != b for a, b in zip(one[:-1], grown[:-1], strict=True)):
+        return None
+    names = kernel.kernel_names
+    return None if names[-1] in names[:-1] else names[-1]
+
+
+def _grids(kernel: Kernel) -> tuple[list, list | None]:
+    """Each launch's grid on one image and on many (the layer's batch, at least 64: a grid may grow in steps, a
+    block of 4 images); None for the second where the launches themselves change with the batch."""
+    one, many = (kernel.launches(b) for b in (1, max(kernel.problem.B, 64)))
+    if [launch.kernel for launch in one] != [launch.kernel for launch in many]:
+        return [launch.grid for launch in one], None
+    return [launch.grid for launch in one], [launch.grid for launch in many]
+
+
+def fixed_ctas(kernel: Kernel) -> tuple[int, int]:
+    """The CTAs the launches before by_ctas's make: all of them, and the most one launch makes (a sample of the last
+    launch must stop after more CTAs than that, see first_ctas)."""
+    before = [math.prod(launch.grid) for launch in kernel.launches(1)[:-1]]
+    return sum(before), max(before, default=0)
 
 
 def probe_job(job: Job, results: Path) -> Job:
-    """The probe of a layer: one image, and of a one-launch variant only its first CTA (what the probe is read
-    for, the SMs and the CTAs an SM holds, the simulator prints as the launch starts; an image of fmnist-conv1
-    is 6.9e7 instructions for implicit_gemm)."""
+    """The probe of a layer: one image, and of a variant sampled by CTAs (by_ctas) only its first CTAs, the ones
+    that let every earlier launch run whole (what the probe is read for, the SMs and the CTAs an SM holds, the
+    simulator prints as the launch starts; an image of fmnist-conv1 is 6.9e7 instructions for implicit_gemm)."""
     one = at_batch(job, 1)
-    return first_ctas_job(one, 1, results) if by_ctas(job.kernel()) else one
+    if not by_ctas(job.kernel()):
+        return one
+    before, most = fixed_ctas(job.kernel())
+    return first_ctas_job(one, most + 1, results, before)
 
 
 def completed(run: RunResult | None) -> bool:
@@ -241,8 +271,8 @@ def completed(run: RunResult | None) -> bool:
     issued; the simulator ends such a run before the program checks y."""
     if run is None or run.passed:
         return run is not None
-    limit = cta_limit(run_options(run)) if run.status == "stopped_at_limit" else 0
-    return limit > 0 and run.metrics.get("gpu_tot_issued_cta") == limit
+    issued, _ = cta_limit(run_options(run)) if run.status == "stopped_at_limit" else (0, 0)
+    return issued > 0 and run.metrics.get("gpu_tot_issued_cta") == issued
 
 
 @dataclass(frozen=True)
@@ -259,21 +289,37 @@ class Plan:
         """The images of the real launch each sample stands for (a CTA sample: its CTAs' share of them)."""
         if self.ctas is None:
             return [float(b) for b in self.batches]
-        (total,) = launch_ctas(kernel, batch).values()
+        total = launch_ctas(kernel, batch)[by_ctas(kernel)]
         return [n * batch / total for n in self.ctas]
+
+
+# L2 accesses per 1000 thread instructions from which a layer streams memory (benchmarks/sampling.py, SM7_QV100):
+# global on 1x1 80x80 images makes 4.7 and read +9.8 % cycles on 10 SMs hashed by XOR, +2.8 % on 20 (IPOLY);
+# implicit_gemm (1.15) read -0.3 % on both, implicit_gemm_async (0.47) +0.4 % and -0.4 %.
+STREAMING = 2.0
+
+
+def l2_intensity(probe: RunResult, kernel: str) -> float:
+    """The L2 accesses a kernel's probe made per 1000 thread instructions (inf where it says none)."""
+    groups = _kernel_groups(probe)
+    metrics = groups.get(kernel, {})
+    insn, l2 = metrics.get("gpu_sim_insn"), metrics.get("L2_total_cache_accesses")
+    return 1000 * l2 / insn if insn and l2 is not None and not math.isnan(l2) else math.inf
 
 
 def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> Plan:
     """Whole images (sample_batches, on choose_scale's cut), or, for a one-launch variant whose wave holds fewer
     than MIN_SCALED_WAVE images on the whole GPU, the launch's first CTAs: exactly w waves of CTAs each, on the
-    smallest cut that keeps the config's own address hash (spec's scale if given). Images would sample such a wave
+    smallest cut that keeps the config's own address hash, or, for a layer that does not stream memory (under
+    STREAMING L2 accesses per 1000 instructions in its probe), the smallest cut (spec's scale if given). Images would
+    sample such a wave
     in coarse steps, and could not be cut: fmnist-conv1's implicit_gemm wave is 3.2 images of 2.2e8 instructions,
     its samples 1.3e9 (about 40 minutes here). The hash: a streaming layer (global, 1x1, 80x80 images) read +9.8 %
     cycles on SM7_QV100 cut to 10 SMs and 4 channels hashed by XOR, +2.8 % on 20 SMs and 8 channels (IPOLY, as the
     whole GPU), +1.0 % on 40 (benchmarks/sampling.py, global-1x1-wide); implicit_gemm read -0.3 % on all three."""
     waves = wave_images(probe, kernel, batch)
-    main = _longest(probe, waves)
-    if not (by_ctas(kernel) and waves[main] < MIN_SCALED_WAVE):
+    main = by_ctas(kernel)
+    if not (main and (waves[main] < MIN_SCALED_WAVE or kernel.only)):  # a launch made alone: its check never runs
         scale = choose_scale(probe, spec, kernel, batch)
         batches, wave = sample_batches(probe, spec, kernel, batch, scale)
         return Plan(scale, batches, None, wave)
@@ -282,23 +328,46 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
     if spec.scale is not None and spec.scale not in every:
         raise UserError(f"sample spec {spec}: the probe's GPU (run {probe.run_id}) cannot be cut to 1/{spec.scale} "
                         f"of its SMs and memory channels exactly; it can by {', '.join(map(str, every))}")
-    scale = (scalings(options, same_hash=True) if options else [1])[-1] if spec.scale is None else spec.scale
+    if spec.scale is not None:
+        scale = spec.scale
+    elif not options:
+        scale = 1
+    else:  # a layer that streams memory keeps the whole GPU's address hash; one that computes takes the smallest cut
+        scale = (every if l2_intensity(probe, main) < STREAMING else scalings(options, same_hash=True))[-1]
     total = launch_ctas(kernel, batch)[main]
     wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
     ctas: list[int] = []
-    for w in spec.waves:
-        ctas.append(max(round(w * wave_ctas), ctas[-1] + 1 if ctas else 1))
+    for w in spec.waves:  # each past every earlier launch's CTAs (first_ctas)
+        ctas.append(max(round(w * wave_ctas), ctas[-1] + 1 if ctas else fixed_ctas(kernel)[1] + 1))
     if ctas[-1] * scale >= total:
         cut = f" on 1/{scale} of the GPU" if scale > 1 else ""
         raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, ctas))} CTAs{cut} for "
                         f"{spec}, of {total}): simulate it whole (drop --sample) or sample fewer waves")
     batches = []
-    for n in ctas:  # the fewest images whose launch has more CTAs than the sample: all its CTAs are whole tiles
-        b = min(batch, max(1, math.ceil((n + 1) * batch / total)))
-        while b < batch and launch_ctas(kernel, b)[main] <= n:
-            b += 1
-        batches.append(b)
+    for n in ctas:  # the fewest images whose launch's first n CTAs are the real launch's (_same_first_ctas)
+        lo, hi = min(batch, max(1, math.ceil((n + 1) * batch / total))), batch
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if _same_first_ctas(kernel, main, mid, batch, n) else (mid + 1, hi)
+        batches.append(lo)
     return Plan(scale, batches, ctas, waves[main] / scale)
+
+
+def _same_first_ctas(kernel: Kernel, name: str, images: int, batch: int, n: int) -> bool:
+    """Whether the first n CTAs `name`'s launch makes on `images` are those it makes on `batch`, the same blocks at
+    the same coordinates, and it makes more (so the sample stops inside it, on whole tiles). The simulator issues
+    CTAs x fastest, then y, then z: where a dimension grows with the batch (im2col's x: 25 blocks an image), the
+    first n stay the real launch's only while they fit below it (a sample of 480 CTAs launches 20 images there,
+    not 10 whose CTAs would run rows y = 0 and 1)."""
+    small, real = (next(launch.grid for launch in kernel.launches(b) if launch.kernel == name) for b in (images, batch))
+    if math.prod(small) <= n:
+        return images == batch
+    span = 1
+    for a, b in zip(small, real, strict=True):
+        if a != b:
+            return n <= span * a
+        span *= a
+    return True
 
 
 def sample_jobs(job: Job, plan: Plan, probe: RunResult, results: Path) -> list[Job]:
@@ -306,7 +375,8 @@ def sample_jobs(job: Job, plan: Plan, probe: RunResult, results: Path) -> list[J
     on = scaled_job(job, probe, plan.scale, results)
     if plan.ctas is None:
         return [at_batch(on, b) for b in plan.batches]
-    return [first_ctas_job(at_batch(on, b), n, results) for b, n in zip(plan.batches, plan.ctas, strict=True)]
+    before = fixed_ctas(job.kernel())[0]
+    return [first_ctas_job(at_batch(on, b), n, results, before) for b, n in zip(plan.batches, plan.ctas, strict=True)]
 
 
 def run_options(run: RunResult) -> dict[str, str]:
@@ -343,9 +413,10 @@ def scaled_job(job: Job, probe: RunResult, scale: int, results: Path) -> Job:
     return _on_config(job, scaled(load_config(job.config or DEFAULT_CONFIG), run_options(probe), scale), results)
 
 
-def first_ctas_job(job: Job, n: int, results: Path) -> Job:
-    """The job stopped once the first `n` CTAs of its launch have run to their end (config.first_ctas)."""
-    return _on_config(job, first_ctas(load_config(job.config or DEFAULT_CONFIG), n), results)
+def first_ctas_job(job: Job, n: int, results: Path, before: int = 0) -> Job:
+    """The job stopped once the first `n` CTAs of its last launch have run to their end, the `before` CTAs of its
+    earlier launches run whole (config.first_ctas)."""
+    return _on_config(job, first_ctas(load_config(job.config or DEFAULT_CONFIG), n, before), results)
 
 
 def _on_config(job: Job, config: SimConfig, results: Path) -> Job:
@@ -513,12 +584,10 @@ def at_batch(job: Job, batch: int) -> Job:
     return replace(job, problem=job.problem.with_batch(batch))
 
 
-def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
-                    wall_s: float = 0.0, plan: Plan | None = None) -> RunResult:
-    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound. The samples
-    are the plan's (default: whole images on the whole GPU)."""
+def _estimates(job: Job, probe: RunResult, samples: list[RunResult], plan: Plan) -> tuple[dict[str, Estimate], dict]:
+    """A layer's metrics estimated at the job's batch from the plan's samples, and how (the estimate's own facts:
+    batches, CTAs, waves, steady state, the share of the batch simulated)."""
     batch, kernel = job.problem.B, job.kernel()
-    plan = plan or Plan(1, [s.problem.B for s in samples], None, 0.0)
     scale, sizes = plan.scale, plan.sizes(kernel, batch)
     waves = {k: w / scale for k, w in wave_images(probe, kernel, batch).items()}
     last = samples[-1]
@@ -533,37 +602,136 @@ def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: 
     # CTA samples are the CTAs themselves; where whole images are, a tile spanning images is bounded along the CTAs
     ctas = None if plan.ctas else (lambda images: launch_ctas(kernel, images))
     probe_share = float(probe.problem.B)  # the images the probe ran, or a CTA probe's share of them
-    if cta_limit(run_options(probe)):
-        probe_share = probe.metrics.get("gpu_tot_issued_cta", 0) * batch / sum(launch_ctas(kernel, batch).values())
+    probed = cta_limit(run_options(probe))[1]
+    if probed:
+        probe_share = probed * batch / launch_ctas(kernel, batch)[by_ctas(kernel)]
     estimates = extrapolate(list(zip(sizes, (s.metrics for s in samples), strict=True)), batch, waves, steady,
                             ctas, scale)
+    main = by_ctas(kernel) if plan.ctas else _longest(probe, waves)
+    facts = {"batches": [s.problem.B for s in samples], "ctas": plan.ctas, "wave_images": round(waves[main] * scale, 4),
+             "scale": scale, "sample_config": samples[-1].job.config_name if samples[-1].job else "",
+             "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
+             "fraction": (probe_share + sum(sizes)) / batch, "probe": probe.run_id, "runs": [s.run_id for s in samples]}
+    return estimates, facts
+
+
+def estimate_result(job: Job, probe: RunResult, samples: list[RunResult], spec: SampleSpec, results: Path,
+                    wall_s: float = 0.0, plan: Plan | None = None) -> RunResult:
+    """The record of a sampled simulation: metrics estimated at the job's batch, each with its bound. The samples
+    are the plan's (default: whole images on the whole GPU)."""
+    plan = plan or Plan(1, [s.problem.B for s in samples], None, 0.0)
+    estimates, facts = _estimates(job, probe, samples, plan)
+    reason = ""
+    if plan.ctas:
+        reason = (f"estimated from the first {', '.join(map(str, plan.ctas))} CTAs of the launch; the simulator "
+                  "ends such a sample before the program checks y, so this estimate checked no output")
+    return _record(job, estimates, facts, probe if plan.scale > 1 else samples[-1], samples, spec, results,
+                   wall_s, reason)
+
+
+def _record(job: Job, estimates: dict[str, Estimate], facts: dict, gpu: RunResult, samples: list[RunResult],
+            spec: SampleSpec, results: Path, wall_s: float, reason: str) -> RunResult:
+    """The estimate as a stored run. `gpu`: a run on the GPU estimated (the probe's, where the samples ran on a cut
+    one): its environment (config hash) and SM count are the estimate's."""
+    last = samples[-1]
     result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
                        problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
-                       # a cut estimate is of the probe's GPU: its config hash, not the cut one's (sample_config)
-                       environment=dict((probe if scale > 1 else last).environment), kernels=list(last.kernels),
-                       units={k: v for s in samples for k, v in s.units.items()})
+                       environment=dict(gpu.environment), kernels=job.kernel().kernel_names,
+                       units={k: v for s in samples for k, v in s.units.items()}, reason=reason)
     for name, e in estimates.items():
         result.metrics[name] = e.value
-    if scale > 1:  # the GPU estimated is the probe's, not the cut one the samples ran on
-        result.metrics["simulated_sms"] = probe.metrics["simulated_sms"]
+    if "simulated_sms" in gpu.metrics:
+        result.metrics["simulated_sms"] = gpu.metrics["simulated_sms"]
     for name in last.metrics:  # the samples' own checks: the worst of them
         if name.split(".", 1)[-1] in CHECK_BETTER:
             values = [s.metrics[name] for s in samples if name in s.metrics and not math.isnan(s.metrics[name])]
             result.metrics[name] = (sum if name.endswith("checked_elements") else max)(values) if values else math.nan
-    if plan.ctas:
-        result.reason = (f"estimated from the first {', '.join(map(str, plan.ctas))} CTAs of the launch; the simulator "
-                         "ends such a sample before the program checks y, so this estimate checked no output")
-    main = _longest(probe, waves)
-    result.estimate = {
-        "spec": str(spec), "method": METHOD, "batches": [s.problem.B for s in samples], "ctas": plan.ctas,
-        "wave_images": round(waves[main] * scale, 4), "scale": scale,
-        "sample_config": samples[-1].job.config_name if samples[-1].job else "",
-        "steady_cycles_per_insn": steady,  # per kernel, the largest sample's steady state: checks the slope
-        "fraction": (probe_share + sum(sizes)) / batch,
-        "probe": probe.run_id, "runs": [s.run_id for s in samples], "wall_s": round(wall_s, 3),
-        "bounds": {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}}
+    bounds = {name: e.bound for name, e in estimates.items() if name.split(".", 1)[-1] not in _COST}
+    result.estimate = {"spec": str(spec), "method": METHOD, **facts, "wall_s": round(wall_s, 3), "bounds": bounds}
     result.run_id, folder = new_run_folder(job.variant, results)
     write_json(folder / "job.json", {**job.as_dict(), "sample": str(spec)})
     result.artifacts = {"run_dir": str(folder)}
     keep_result(result, folder)
     return result
+
+
+# ---- variants of several launches that grow with the batch: each launch sampled on its own ----------------------
+
+def by_launch(kernel: Kernel) -> bool:
+    """Whether the variant is sampled one launch at a time (launch_parts): it makes several launches, more than its
+    last grows with the batch (so no CTA limit over the process samples them, by_ctas), each kernel launched once."""
+    names = kernel.kernel_names
+    return len(names) > 1 and len(set(names)) == len(names) and by_ctas(kernel) is None
+
+
+def launch_parts(job: Job) -> list[Job]:
+    """The job once for each of its launches, the program making that launch only (Job.launch). Its kernel's timing
+    does not depend on what the launches before it left in memory (no data-dependent control flow); what it does
+    lose is the cache they left warm, a few MB against a layer's whole data."""
+    return [replace(job, launch=name) for name in job.kernel().kernel_names]
+
+
+def fixed(part: Job) -> bool:
+    """A part whose launch makes the same CTAs at any batch (a weight transform): simulated whole, once."""
+    one, many = _grids(part.kernel())
+    return one == many
+
+
+def whole_launch_job(part: Job, results: Path) -> Job:
+    """A fixed part at one image, stopped once all its CTAs have ended: the program's check never runs (y is the
+    other launches' to write)."""
+    one = at_batch(part, 1)
+    return first_ctas_job(one, sum(launch_ctas(one.kernel(), 1).values()), results)
+
+
+def estimate_launches(job: Job, parts: list[tuple[Job, RunResult, list[RunResult], Plan | None]], spec: SampleSpec,
+                      results: Path, wall_s: float = 0.0) -> RunResult:
+    """The record of a layer sampled one launch at a time: each launch's metrics estimated from its own samples (a
+    fixed one's: its whole run, exact), under the kernel's name, and the run's totals over its launches as a whole
+    run of several kernels has them (catalogue.aggregate), each total's bound from its launches' bounds."""
+    estimates: dict[str, Estimate] = {}
+    per_launch, launches, runs, main = [], {}, [], None
+    for part, probe, samples, plan in parts:
+        if plan is None:  # fixed: its one run is exact
+            own = {n: Estimate(v, 0.0) for n, v in probe.metrics.items() if isinstance(v, float | int)}
+            facts = {"batches": [probe.problem.B], "ctas": None, "probe": probe.run_id, "runs": [probe.run_id],
+                     "fraction": 0.0}
+        else:
+            own, facts = _estimates(part, probe, samples, plan)
+            if main is None or own["gpu_sim_cycle"].value > main[0]:
+                main = (own["gpu_sim_cycle"].value, probe, samples, facts)
+        for name, e in own.items():
+            if name in _COST:  # what the launch's runs cost: the layer's is their sum
+                estimates[name] = Estimate(estimates.get(name, Estimate(0.0, 0.0)).value + e.value, 0.0)
+            elif name in _MODELLED:  # the simulated GPU's facts, the same in every part
+                estimates.setdefault(name, e)
+            elif name not in CHECK_BETTER:
+                estimates[f"{part.launch}.{name}"] = e
+        per_launch.append({n: e for n, e in own.items() if stat_of(n) is not None or n in CYCLE_WEIGHTED})
+        launches[part.launch] = facts
+        runs += [r for r in (probe, *samples) if r.run_id not in {run.run_id for run in runs}]
+    values = aggregate([{n: e.value for n, e in own.items()} for own in per_launch])
+    for name, value in values.items():  # the run's totals, as a whole run of several kernels has them
+        if any(name not in own for own in per_launch):
+            continue
+        bounds = [own[name].bound for own in per_launch]
+        if name in CYCLE_WEIGHTED:
+            cycles = [own["gpu_sim_cycle"].value if "gpu_sim_cycle" in own else 0.0 for own in per_launch]
+            bound = sum(b * c for b, c in zip(bounds, cycles, strict=True)) / sum(cycles) if sum(cycles) else math.nan
+        elif stat_of(name) is not None and stat_of(name).kind == "process":
+            bound = bounds[-1]
+        else:
+            bound = sum(bounds)
+        estimates[name] = Estimate(value, bound)
+    for rate, (num, den) in {**_IPC, **MISS_RATES}.items():
+        top, bottom = estimates.get(num), estimates.get(den)
+        if top and bottom and bottom.value > 0:
+            value = top.value / bottom.value
+            estimates[rate] = Estimate(value, value * (top.relative_bound + bottom.relative_bound))
+    _, main_probe, main_samples, main_facts = main
+    facts = {**main_facts, "fraction": sum(f["fraction"] for f in launches.values()),
+             "runs": [r.run_id for r in runs if r.run_id != main_probe.run_id], "launches": launches}
+    reason = (f"estimated one launch at a time ({', '.join(launches)}), each from its first CTAs in a program that "
+              "makes it alone; such a sample ends before the program checks y, so this estimate checked no output")
+    gpu = main_probe if main_facts["scale"] > 1 else main_samples[-1]
+    return _record(job, estimates, facts, gpu, runs, spec, results, wall_s, reason)
