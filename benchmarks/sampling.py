@@ -64,6 +64,11 @@ CASES = {
     # their samples are CTAs, not images (an image of fmnist-conv1 itself is 6.9e7 instructions)
     "implicit_gemm-1x1-wide": ("implicit_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),  # 400 CTAs: 5 waves
     "conv_relu_pool-1x1-wide": ("conv_relu_pool", {}, dict(C=1, M=4, H=80, W=80, K=1), (6,)),
+    # the same after a launch that copies w: the copy runs whole in each sample, the GEMM is sampled by its CTAs
+    "implicit_gemm_async-1x1-wide": ("implicit_gemm_async", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),
+    # several launches that grow with the batch, each sampled alone by its first CTAs (sampling.launch_parts)
+    "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),
+    "fft-1x1-wide": ("fft", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),
 }
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
             ("L2_total_cache_misses", "L2 miss"), ("gpu_ipc", "IPC"), ("sampled_occupancy", "occupancy")]
