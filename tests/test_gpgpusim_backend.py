@@ -108,6 +108,18 @@ def test_wrong_output_is_a_wrong_result(tmp_path):
     assert "worst at (b, m, y, x) = (1, 2, 3, 4)" in result.reason
 
 
+def test_a_launch_made_alone_is_simulated_not_checked(tmp_path):
+    """A part of sampled simulation (Job.launch): its y is the other launches' to write, so a whole run of it is
+    judged by the simulator's end, not by the output."""
+    folder = prepared(tmp_path, log=GLOBAL_LOG, facts={}, y=np.zeros(4096))
+    spec = json.loads((folder / "run.json").read_text())
+    spec["job"]["launch"] = "conv2d_global"
+    write_json(folder / "run.json", spec)
+    result = finished(folder)
+    assert result.status == "passed" and "made alone" in result.reason and "not checked" in result.reason
+    assert result.metrics["gpu_sim_cycle"] == 6693 and "checked_elements" not in result.metrics
+
+
 def test_missing_output_is_a_crash(tmp_path):
     result = finished(prepared(tmp_path, log=GLOBAL_LOG, facts={}))
     assert result.status == "crashed" and "wrote 0 of 4096 outputs" in result.reason

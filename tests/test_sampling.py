@@ -698,7 +698,7 @@ def test_an_estimate_from_cta_samples_extrapolates_along_the_ctas_and_says_it_ch
 def test_a_variant_of_several_growing_launches_is_sampled_one_launch_at_a_time(tmp_path):
     """im2col_gemm's three launches all grow with the batch, so no CTA limit over the process samples them: each is
     made alone by the program (Job.launch), its own run and cache entry; fft's weight transform is the same at any
-    batch and runs whole once (its CTA limit all its CTAs, so the program's check of y never runs)."""
+    batch and runs whole once (the backend does not check the y of a launch made alone)."""
     job = Job.make("im2col_gemm", {}, FMNIST.with_batch(10000), "gpgpusim", config="SM7_QV100")
     assert by_launch(job.kernel()) and by_ctas(job.kernel()) is None
     parts = launch_parts(job)
@@ -714,7 +714,7 @@ def test_a_variant_of_several_growing_launches_is_sampled_one_launch_at_a_time(t
                                                        config="SM7_QV100"))}
     assert fixed(fft["conv2d_fft_wfft"]) and not fixed(fft["conv2d_fft_cgemm"])  # cgemm grows in blocks of 4 images
     whole = whole_launch_job(fft["conv2d_fft_wfft"], tmp_path)
-    assert whole.problem.B == 1 and whole.config_name == "SM7_QV100-first1ctas"
+    assert whole == at_batch(fft["conv2d_fft_wfft"], 1)
     for variant in ("implicit_gemm", "implicit_gemm_async", "global"):
         assert not by_launch(render(variant, FMNIST))
 
