@@ -67,8 +67,9 @@ CASES = {
     # the same after a launch that copies w: the copy runs whole in each sample, the GEMM is sampled by its CTAs
     "implicit_gemm_async-1x1-wide": ("implicit_gemm_async", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),
     # several launches that grow with the batch, each sampled alone by its first CTAs (sampling.launch_parts)
-    # (20 GEMM waves: its im2col launch, 25 CTAs an image, needs 32 images for three waves of a quarter of the GPU)
-    "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (20,)),
+    # (50 GEMM waves, 80 images: its im2col launch, 25 CTAs an image and 8 an SM, needs more than 1920 CTAs for
+    # three waves of a quarter of the GPU; at 20 waves, 32 images, the samples are refused)
+    "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (50,)),
     # fft checks a 1x1 filter to a bound its transforms' rounding passes (the check scales with sum|x*w|): 7x7 here
     "fft-7x7": ("fft", {}, dict(C=1, M=4, H=40, W=40, K=7), (5,)),
 }
