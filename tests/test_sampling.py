@@ -49,7 +49,6 @@ from simflow.sim.sampling import (
     scaled_job,
     steady_cpi,
     wave_images,
-    whole_launch_job,
 )
 
 
@@ -713,8 +712,7 @@ def test_a_variant_of_several_growing_launches_is_sampled_one_launch_at_a_time(t
     fft = {p.launch: p for p in launch_parts(Job.make("fft", {}, FMNIST.with_batch(10000), "gpgpusim",
                                                        config="SM7_QV100"))}
     assert fixed(fft["conv2d_fft_wfft"]) and not fixed(fft["conv2d_fft_cgemm"])  # cgemm grows in blocks of 4 images
-    whole = whole_launch_job(fft["conv2d_fft_wfft"], tmp_path)
-    assert whole == at_batch(fft["conv2d_fft_wfft"], 1)
+    assert probe_job(fft["conv2d_fft_wfft"], tmp_path) == at_batch(fft["conv2d_fft_wfft"], 1)  # run whole
     for variant in ("implicit_gemm", "implicit_gemm_async", "global"):
         assert not by_launch(render(variant, FMNIST))
 

@@ -38,7 +38,6 @@ from ..sim.sampling import (
     plan_samples,
     probe_job,
     sample_jobs,
-    whole_launch_job,
 )
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
@@ -410,9 +409,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     # a layer's parts: the job itself, or (a variant of several launches that grow) each launch made alone
     parts_of = {job: launch_parts(job) if by_launch(job.kernel()) else [job] for job in todo}
     parts = list(dict.fromkeys(part for job in todo for part in parts_of[job]))
-    # a part's first run: its probe, or the whole launch of a fixed one (a weight transform)
-    first_of = {part: whole_launch_job(part, store.root) if part.launch and fixed(part) else probe_job(part, store.root)
-                for part in parts}
+    first_of = {part: probe_job(part, store.root) for part in parts}  # a fixed launch's: its whole run
     probes = list(dict.fromkeys(first_of.values()))
     bar = Progress(total=len(probes) + 3 * len(parts), workers=workers or os.cpu_count() or 1, quiet=quiet)
 

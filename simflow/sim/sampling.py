@@ -258,8 +258,11 @@ def fixed_ctas(kernel: Kernel) -> tuple[int, int]:
 def probe_job(job: Job, results: Path) -> Job:
     """The probe of a layer: one image, and of a variant sampled by CTAs (by_ctas) only its first CTAs, the ones
     that let every earlier launch run whole (what the probe is read for, the SMs and the CTAs an SM holds, the
-    simulator prints as the launch starts; an image of fmnist-conv1 is 6.9e7 instructions for implicit_gemm)."""
+    simulator prints as the launch starts; an image of fmnist-conv1 is 6.9e7 instructions for implicit_gemm). A
+    fixed launch part's probe is its whole run, and all its estimate needs."""
     one = at_batch(job, 1)
+    if job.launch and fixed(job):  # a launch the same at any batch, made alone: run whole, its y not checked (the
+        return one  # other launches write it); a CTA limit does not stop a kernel that finishes its last CTA
     if not by_ctas(job.kernel()):
         return one
     before, most = fixed_ctas(job.kernel())
@@ -675,13 +678,6 @@ def fixed(part: Job) -> bool:
     """A part whose launch makes the same CTAs at any batch (a weight transform): simulated whole, once."""
     one, many = _grids(part.kernel())
     return one == many
-
-
-def whole_launch_job(part: Job, results: Path) -> Job:
-    """A fixed part at one image, run whole: the backend does not check the y of a launch made alone (the other
-    launches write it). A CTA limit cannot stand in for that: the simulator ends a kernel that finishes its last CTA
-    as any other, and the program goes on to its check."""
-    return at_batch(part, 1)
 
 
 def estimate_launches(job: Job, parts: list[tuple[Job, RunResult, list[RunResult], Plan | None]], spec: SampleSpec,
