@@ -75,6 +75,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nchw", {"precision": "tf32", "persistent": True}),
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True}),
              ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "stages": 3}),  # 1x1 at 7x7 and stride 2
+             # 1x1 layers (H100, 2026-11-27, PERFORMANCE.md session 25): 512->1024 at 28 stride 2 65.5 -> 59.2 us,
+             # 2048->512 at 7 45.4 -> 42.4, 512->128 at 28 33.6 -> 31.2, 128->512 at 28 35.0 -> 32.7
+             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "tile_n": 64}),
+             ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6}),
+             ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6, "persistent": True}),
+             ("wgmma_nchw", {"precision": "tf32", "stages": 5, "persistent": True}),
              # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})],
@@ -97,7 +103,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nchw", {"io": "float16", "persistent": True}),  # persistent: session 21
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "persistent": True}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64, "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True})],
+                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True}),
+                # 1024->512 at 14 27.8 -> 25.8 us, 512->128 at 28 18.5 -> 17.2 (H100, 2026-11-27, session 25)
+                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "stages": 3}),
+                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True})],
 }
 
 
