@@ -70,8 +70,10 @@ CASES = {
     # (50 GEMM waves, 80 images: its im2col launch, 25 CTAs an image and 8 an SM, needs more than 1920 CTAs for
     # three waves of a quarter of the GPU; at 20 waves, 32 images, the samples are refused)
     "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (50,)),
-    # fft checks a 1x1 filter to a bound its transforms' rounding passes (the check scales with sum|x*w|): 7x7 here
-    "fft-7x7": ("fft", {}, dict(C=1, M=4, H=40, W=40, K=7), (5,)),
+    # fft checks a 1x1 filter to a bound its transforms' rounding passes (the check scales with sum|x*w|): 7x7 here.
+    # 13 waves (520 images): a launch of one CTA an image needs more than the 480 CTAs of three sampled waves (at 5
+    # waves, 200 images, the samples are refused); its whole run takes about 2.5 hours on a 2-core machine
+    "fft-7x7": ("fft", {}, dict(C=1, M=4, H=40, W=40, K=7), (13,)),
 }
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
             ("L2_total_cache_misses", "L2 miss"), ("gpu_ipc", "IPC"), ("sampled_occupancy", "occupancy")]
