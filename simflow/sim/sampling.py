@@ -669,8 +669,10 @@ def by_launch(kernel: Kernel) -> bool:
 
 def launch_parts(job: Job) -> list[Job]:
     """The job once for each of its launches, the program making that launch only (Job.launch). Its kernel's timing
-    does not depend on what the launches before it left in memory (no data-dependent control flow); what it does
-    lose is the cache they left warm, a few MB against a layer's whole data."""
+    does not depend on the values the launches before it left in memory (no data-dependent control flow); what it
+    does lose is the cache state they left: their output warm in the L2, or, where it outgrows the L2, the dirty
+    lines whose write-back the whole run pays during this launch (im2col_gemm's permute at fmnist-conv1's geometry:
+    -41 %, benchmarks/results/sampling-launches-2026-11-27.md)."""
     return [replace(job, launch=name) for name in job.kernel().kernel_names]
 
 
