@@ -424,7 +424,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         probe = stored_run(store, first_of[part])
         if not completed(probe):
             errors[part] = _failed(probe, first_of[part], "probe")
-        elif part.launch and fixed(part):
+        elif fixed(part):
             plans[part] = (probe, None, [])
         else:
             try:

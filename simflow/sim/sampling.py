@@ -261,8 +261,8 @@ def probe_job(job: Job, results: Path) -> Job:
     simulator prints as the launch starts; an image of fmnist-conv1 is 6.9e7 instructions for implicit_gemm). A
     fixed launch part's probe is its whole run, and all its estimate needs."""
     one = at_batch(job, 1)
-    if job.launch and fixed(job):  # a launch the same at any batch, made alone: run whole, its y not checked (the
-        return one  # other launches write it); a CTA limit does not stop a kernel that finishes its last CTA
+    if fixed(job):
+        return one
     if not by_ctas(job.kernel()):
         return one
     before, most = fixed_ctas(job.kernel())
@@ -311,15 +311,15 @@ def l2_intensity(probe: RunResult, kernel: str) -> float:
 
 
 def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int) -> Plan:
-    """Whole images (sample_batches, on choose_scale's cut), or, for a one-launch variant whose wave holds fewer
-    than MIN_SCALED_WAVE images on the whole GPU, the launch's first CTAs: exactly w waves of CTAs each, on the
-    smallest cut that keeps the config's own address hash, or, for a layer that does not stream memory (under
-    STREAMING L2 accesses per 1000 instructions in its probe), the smallest cut (spec's scale if given). Images would
-    sample such a wave
-    in coarse steps, and could not be cut: fmnist-conv1's implicit_gemm wave is 3.2 images of 2.2e8 instructions,
-    its samples 1.3e9 (about 40 minutes here). The hash: a streaming layer (global, 1x1, 80x80 images) read +9.8 %
-    cycles on SM7_QV100 cut to 10 SMs and 4 channels hashed by XOR, +2.8 % on 20 SMs and 8 channels (IPOLY, as the
-    whole GPU), +1.0 % on 40 (benchmarks/sampling.py, global-1x1-wide); implicit_gemm read -0.3 % on all three."""
+    """Whole images (sample_batches, on choose_scale's cut), or, for a one-launch variant whose wave holds fewer than
+    MIN_SCALED_WAVE images on the whole GPU, the launch's first CTAs: exactly w waves of CTAs each, on the smallest
+    cut that keeps the config's own address hash, or, for a layer that does not stream memory (under STREAMING L2
+    accesses per 1000 instructions in its probe), the smallest cut (spec's scale if given). Images would sample such
+    a wave in coarse steps, and could not be cut: fmnist-conv1's implicit_gemm wave is 3.2 images of 2.2e8
+    instructions, its samples 1.3e9 (about 40 minutes here). The hash: a streaming layer (global, 1x1, 80x80 images)
+    read +9.8 % cycles on SM7_QV100 cut to 10 SMs and 4 channels hashed by XOR, +2.8 % on 20 SMs and 8 channels
+    (IPOLY, as the whole GPU), +1.0 % on 40 (benchmarks/sampling.py, global-1x1-wide); implicit_gemm read -0.3 % on
+    all three."""
     waves = wave_images(probe, kernel, batch)
     main = by_ctas(kernel)
     if not (main and (waves[main] < MIN_SCALED_WAVE or kernel.only)):  # a launch made alone: its check never runs
@@ -677,7 +677,11 @@ def launch_parts(job: Job) -> list[Job]:
 
 
 def fixed(part: Job) -> bool:
-    """A part whose launch makes the same CTAs at any batch (a weight transform): simulated whole, once."""
+    """A launch part (launch_parts) that makes the same CTAs at any batch (a weight transform): simulated whole,
+    once, its y not checked (the other launches write it); a CTA limit does not stop a kernel that finishes its last
+    CTA."""
+    if not part.launch:
+        return False
     one, many = _grids(part.kernel())
     return one == many
 
