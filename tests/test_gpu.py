@@ -176,6 +176,23 @@ def test_streams_split_the_batch_and_overlap_copies(gpu, variant, params):
                                     repeats=1).metrics  # streams=0: kernels only
 
 
+REGTILE_GROUPS = [  # (problem, params): channel groups over blockIdx.z, shared or constant weights, ragged rows
+    (Problem(B=5, C=12, M=24, H=22, W=22, K=7, name="k7-c12-m24"), {"channels": 8, "weights": "shared", "rows": 4}),
+    (Problem(B=5, C=12, M=24, H=22, W=22, K=7, name="k7-c12-m24"), {"channels": 4, "outputs": 2, "images": 2}),
+    (Problem(B=3, C=5, M=36, H=19, W=17, K=5, pad=2, name="k5-c5-m36-pad2"),
+     {"channels": 12, "outputs": 1, "rows": 16, "weights": "shared"})]
+
+
+@pytest.mark.parametrize("problem,params", REGTILE_GROUPS,
+                         ids=[f"{p.name}-{'-'.join(f'{k}={v}' for k, v in q.items())}" for p, q in REGTILE_GROUPS])
+def test_regtile_channel_groups_match_reference(gpu, problem, params):
+    """regtile with channels < M: each block computes one group of output channels for its rows."""
+    kernel = VARIANTS["regtile"].render(problem, params)
+    result = run(gpu, kernel, problem.B, seed=5, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 HALF_IO_SHAPES = [SHAPES[-1], Problem(B=2, C=256, M=128, H=28, W=28, K=1, name="1x1-256-128-28")]
 
 

@@ -120,7 +120,7 @@ def test_regtile_limits_and_launch():
     conv2 = render("regtile", get_problem("fmnist-conv2"), {"outputs": 4})
     assert "#pragma unroll 1\n    for (int c" in conv2.source and "STAGES = 2" in conv2.source
     assert "VEC = 2" in conv2.source  # 34 outputs a row: 8-byte stores
-    with pytest.raises(LimitError, match=r"accumulators per thread \(M x outputs\): needs 1024, the limit is 128"):
+    with pytest.raises(LimitError, match=r"per thread \(channels x outputs\): needs 1024, the limit is 128"):
         render("regtile", get_problem("toycnn"))
     with pytest.raises(LimitError, match="constant memory"):
         render("regtile", get_problem(None, shape="1,64,64,16,16,3,1"), {"outputs": 1})  # 64 accumulators: weights
@@ -138,6 +138,26 @@ def test_regtile_spreads_rows_and_images_over_blocks():
     odd = render("regtile", get_problem(None, shape="1,2,4,12,12,3,1,1"), {"outputs": 4, "rows": 4})
     assert "VEC = 4" in odd.source
     assert "VEC = 1" in render("regtile", get_problem(None, shape="1,2,4,11,11,3,1,1"), {"outputs": 4}).source
+
+
+def test_regtile_splits_output_channels_over_blocks():
+    """channels: each thread computes a group of the output channels, blockIdx.z picks which, and shared weights
+    hold only the group's; a group must divide M (the error lists those that do)."""
+    layer = get_problem("k7net-conv2")  # 16 x 16 outputs, M = 24
+    every = render("regtile", layer, {"outputs": 4, "rows": 4})
+    # all 24 channels' weights do not fit
+    with pytest.raises(LimitError, match="needs 58,688 bytes, .* fewer channels per block or weights=constant"):
+        render("regtile", layer, {"outputs": 4, "weights": "shared", "rows": 4})
+    grouped = render("regtile", layer, {"outputs": 4, "weights": "shared", "rows": 4, "channels": 8})
+    (launch,) = grouped.launches(64)
+    assert every.launches(64)[0].grid == (4, 64, 1) and launch.grid == (4, 64, 3) and launch.block == (4, 4, 1)
+    assert "MG = 24;" in every.source and "MG = 8;" in grouped.source and "float wsh[C * K * K][MG];" in grouped.source
+    assert "m0 = blockIdx.z * MG" in grouped.source and "* M + m0 + m) * HOUT" in grouped.source
+    constant = render("regtile", layer, {"outputs": 2, "channels": 4})
+    assert "w_const[(((m0 + m) * C + c) * K + ky) * K + kx]" in constant.source
+    assert constant.launches(64)[0].grid == (2, 64, 6)
+    with pytest.raises(LimitError, match=r"a divisor of M=24; use channels=0 \(all\) or one of 4, 8, 12"):
+        render("regtile", layer, {"channels": 16})
 
 
 def test_gemm_variants():

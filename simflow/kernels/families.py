@@ -32,10 +32,12 @@ class SharedTileVariant(Variant):
 @dataclass(frozen=True)
 class RegTileVariant(Variant):
     """Direct convolution, register-blocked: a thread computes `outputs` consecutive outputs of a row
-    for every output channel; a block computes up to `rows` whole output rows (an image's rows spread
-    evenly over its blocks) of `images` images in turn, staging the input rows (+ halo) of one (image,
-    channel) step in shared memory while the previous step computes; weights live in constant memory so
-    most FMAs take the weight as an immediate constant operand."""
+    for every output channel, or for `channels` of them (blockIdx.z picks which); a block computes up to
+    `rows` whole output rows (an image's rows spread evenly over its blocks) of `images` images in turn,
+    staging the input rows (+ halo) of one (image, channel) step in shared memory while the previous step
+    computes; weights live in constant memory so most FMAs take the weight as an immediate constant operand.
+    A layer of few pixels and many channels (k7net-conv2: 16x16 outputs, 24 channels) has too few threads
+    with all channels each: 128 warps for 132 SMs at outputs=4."""
 
     MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
     UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
@@ -54,33 +56,46 @@ class RegTileVariant(Variant):
     def stages(problem: Problem, params: dict) -> int:
         return 2 if problem.C * params["images"] > 1 else 1
 
+    @staticmethod
+    def group(problem: Problem, params: dict) -> int:
+        """Output channels of a thread (and block): `channels`, or all M for 0."""
+        return params["channels"] or problem.M
+
     def smem_floats(self, problem: Problem, params: dict) -> int:
         in_w = self.block_x(problem, params) * params["outputs"] + problem.K - 1
         if params["outputs"] % 4 == 0:
             in_w = (in_w + 6) // 4 * 4  # 16-byte aligned rows (see the template)
         tile = self.stages(problem, params) * (self.block_rows(problem, params) + problem.K - 1) * in_w
-        return tile + (problem.M * problem.C * problem.K * problem.K if params["weights"] == "shared" else 0)
+        weights = self.group(problem, params) * problem.C * problem.K * problem.K
+        return tile + (weights if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
         _refuse_stride(self.name, problem, "its threads compute consecutive outputs from one staged input row")
         check_threads((self.block_x(problem, params), self.block_rows(problem, params), 1), GENERIC_LIMITS,
                       "use more outputs per thread or fewer rows per block")
-        accumulators = problem.M * params["outputs"]
+        if problem.M % self.group(problem, params):
+            raise LimitError("output channels of a regtile block (channels, a divisor of M)",
+                             f"channels={params['channels']}", f"a divisor of M={problem.M}",
+                             "use channels=0 (all) or one of " + ", ".join(
+                                 str(g) for g in (4, 8, 12, 16) if problem.M % g == 0) or "use channels=0 (all)")
+        accumulators = self.group(problem, params) * params["outputs"]
         if accumulators > self.MAX_ACCUMULATORS:
-            raise LimitError("accumulators per thread (M x outputs)", str(accumulators),
-                             str(self.MAX_ACCUMULATORS), "use fewer outputs per thread, or a GEMM variant "
-                             "(implicit_gemm) for layers with many output channels")
+            raise LimitError("accumulators per thread (channels x outputs)", str(accumulators),
+                             str(self.MAX_ACCUMULATORS), "use fewer outputs or channels per thread, or a GEMM "
+                             "variant (implicit_gemm) for layers with many output channels")
         static = 4 * self.smem_floats(problem, params)
         if static > 48 * 1024:
             raise LimitError("static shared memory per block", f"{static:,} bytes", "49,152 bytes",
-                             "use a smaller block")
+                             "use a smaller block" + (", fewer channels per block or weights=constant"
+                                                      if params["weights"] == "shared" else ""))
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        fmas = problem.C * problem.M * problem.K * problem.K * params["outputs"]
+        group = self.group(problem, params)
+        fmas = problem.C * group * problem.K * problem.K * params["outputs"]
         outputs = params["outputs"]
         # y stored in whole 16- or 8-byte pieces when the row length and a thread's run allow it
         vector = next(v for v in (4, 2, 1) if outputs % v == 0 and problem.Wout % v == 0)
-        return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS,
+        return {"unroll_channels": params["weights"] == "constant" and fmas <= self.UNROLL_FMAS, "group": group,
                 "block_x": self.block_x(problem, params), "block_rows": self.block_rows(problem, params),
                 "stages": self.stages(problem, params), "store_vector": vector}
 
@@ -88,7 +103,7 @@ class RegTileVariant(Variant):
         p, params = kernel.problem, kernel.params
         args = ("x", "y", "batch") if params["weights"] == "constant" else ("x", "w", "y", "batch")
         rows = self.block_rows(p, params)
-        grid = (math.ceil(p.Hout / rows), math.ceil(batch / params["images"]), 1)
+        grid = (math.ceil(p.Hout / rows), math.ceil(batch / params["images"]), p.M // self.group(p, params))
         return [Launch(kernel=f"conv2d_{self.name}", grid=grid, block=(self.block_x(p, params), rows, 1),
                        dynamic_smem=0, args=args)]
 

@@ -56,8 +56,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
                 ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
                 ("regtile", {"outputs": 4, "rows": 8}), ("regtile", {"outputs": 2, "rows": 8, "weights": "shared"}),
-                # k7net-conv2 (12 -> 24 channels, 7x7): 59.2 us in a 90-s tune, the entries above 69 us at best
-                ("implicit_gemm_async", {"tile_m": 64, "bk": 16, "stages": 2})],
+                # output channels split over blocks: k7net-conv2 (12 -> 24 channels, 16x16 outputs) 59.8 -> 25.0 us,
+                # cuDNN 51.7 (H100, 2026-11-27, PERFORMANCE.md session 26)
+                ("regtile", {"outputs": 2, "rows": 16, "weights": "shared", "channels": 12}),
+                ("regtile", {"outputs": 2, "rows": 8, "weights": "shared", "channels": 4})],
     "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
              ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
              ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
