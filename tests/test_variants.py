@@ -525,13 +525,13 @@ def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
     tile gets shared memory of its own (the next tile's copies fill the stages meanwhile). Where a channel tile's
     weights fit too (few k steps), each block keeps one channel tile's weights and the grid comes in whole
     multiples of the channel tiles."""
-    stage, out = 128 * 128 + 64 * 136 * 2, 128 * 136 * 2  # weight rows and x tile (17,408 bytes); half output tile
+    stage, out = 128 * 128 + 64 * 128 * 2, 128 * 136 * 2  # weight rows and x tile (16,384 bytes); half output tile
     short = get_problem("resnet50-1x1-128-512-28")  # 2 k steps of 64 channels
     plain = render("wgmma_nchw", short, {"io": "float16"})
     stationary = render("wgmma_nchw", short, {"io": "float16", "persistent": True})
     a, b = plain.launches(32)[-1], stationary.launches(32)[-1]
     assert a.grid == b.grid == (32 * 784 // 128 * 4, 1, 1) and a.persistent == 0 and b.persistent == 4
-    assert a.dynamic_smem == 4 * stage + 1024 and b.dynamic_smem == 2 * 128 * 128 + 4 * 64 * 136 * 2 + out + 1024
+    assert a.dynamic_smem == 4 * stage + 1024 and b.dynamic_smem == 2 * 128 * 128 + 4 * 64 * 128 * 2 + out + 1024
     assert "OUT_OFFSET = KSTEPS * W_BYTES + STAGES * X_BYTES" in stationary.source and "OUT_OFFSET = 0" in plain.source
     # half sums leave the registers by stmatrix .trans (16-byte rows of 8 pixels), then 16-byte stores (HW % 8 == 0)
     assert "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in plain.source
@@ -541,8 +541,10 @@ def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
     c = rotating.launches(32)[-1]
     assert c.persistent == 1 and c.dynamic_smem == 4 * stage + out + 1024
     assert "OUT_OFFSET = STAGES * STAGE_BYTES" in rotating.source and "load_w(tile_m0(i)" in rotating.source
+    deep = render("wgmma_nchw", long, {"io": "float16", "persistent": True, "stages": 6}).launches(32)[-1]
+    assert deep.dynamic_smem == 6 * stage + out + 1024 == 232_448  # the limit, to the byte
     with pytest.raises(LimitError, match="and the output tile, the limit is 232,448 bytes"):
-        render("wgmma_nchw", long, {"io": "float16", "persistent": True, "stages": 6})
+        render("wgmma_nchw", long, {"io": "float16", "persistent": True, "stages": 6, "tile_m": 256})
 
 
 def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
@@ -558,19 +560,23 @@ def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
 
 
 def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
-    """wgmma_nchw: the transposed product, x's pixel rows the register A operand (ldmatrix.trans for half x, TF32
-    rounding for float x), the weight rows a swizzled K-major B; 1x1 stride-1 layers with H*W % 4 == 0 only."""
+    """wgmma_nchw: the transposed product, x's pixel rows the A operand (half x: M-major and swizzled in shared
+    memory; float x: TF32-rounded into registers), the weight rows a swizzled K-major B; half x at stride 1 and
+    H*W % 4 == 0 only."""
     layer = get_problem("resnet50-1x1-512-256-28")
     half = render("wgmma_nchw", layer, {"io": "float16", "tile_m": 256})
     assert half.arch == "sm_90a" and half.precision == "float16" and half.build_arch("sm_90") == "sm_90a"
     with pytest.raises(LimitError, match="use mma_nchw, its mma.sync counterpart"):
         half.build_arch("sm_80")
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in half.source
-    assert '" %132, p, 1, 1, 0;' in half.source  # 128 accumulators, 4 A registers, B's descriptor
-    assert "ldmatrix4_trans(a[kk]" in half.source and "copy16(dst + x_dst" in half.source  # 784 % 8 == 0: 8 half pixels
+    assert '"}, %128, %129, p, 1, 1, 1, 0;' in half.source  # 128 accumulators, A's and B's descriptors, A transposed
+    assert "wgmma(acc, a + 128 * kk, b + 2 * kk" in half.source and "wgmma_wait<1>();" in half.source
+    assert "ldmatrix4_trans(a" not in half.source and "copy16(dst + x_dst" in half.source  # 784 % 8 == 0: 8 half pixels
+    # a copy of 8 pixels is one 16-byte part of a 128-byte channel row, swizzled: part ^ (row % 8)
+    assert "x_dst = xp / 64 * XW_BYTES + x_row * 128 + (((xp % 64 / 8) ^ (x_row % 8)) << 4)" in half.source
     (gemm,) = half.launches(32)  # C = 512 is a multiple of 64: half w read in place
     assert gemm.args == ("x", "w", "y", "batch") and gemm.grid == (32 * 784 // 128, 1, 1) and half.workspace(32) == {}
-    assert gemm.dynamic_smem == 4 * (256 * 128 + 64 * 136 * 2) + 1024  # 64 rows of 128 + 8 half pixels: 17 KB
+    assert gemm.dynamic_smem == 4 * (256 * 128 + 64 * 128 * 2) + 1024  # 64 channel rows of 128 half pixels: 16 KB
     narrow = render("wgmma_nchw", layer, {"io": "float16", "tile_m": 256, "tile_n": 64})  # two warpgroups, 128 each
     assert "m64n128k16" in narrow.source and "const int ncol = wg * NWG;" in narrow.source
     assert narrow.launches(32)[0].grid == (32 * 784 // 64, 1, 1)

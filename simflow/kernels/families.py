@@ -469,8 +469,8 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 @dataclass(frozen=True)
 class WgmmaNchwVariant(Variant):
     """wgmma on a 1x1 layer (no padding, any stride) with x read where it lies (NCHW): the product is taken
-    transposed, out[pixel][channel], so that x's pixel-major rows are the A operand, loaded into registers
-    (ldmatrix.trans for half x; wgmma cannot transpose a TF32 operand in shared memory), and the weights' rows the
+    transposed, out[pixel][channel], so that x's pixel-major rows are the A operand (half x: M-major in shared
+    memory; float x: converted into registers, as wgmma cannot transpose a TF32 operand), and the weights' rows the
     K-major B operand in shared memory. On the 1x1 layers at 28x28 and 56x56 the channel-last copy wgmma_nhwc
     makes costs as much as cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate.
     At stride > 1 or H*W % 4 != 0 (the 7x7 layers) x is copied a pixel at a time (float x only)."""
@@ -517,9 +517,9 @@ class WgmmaNchwVariant(Variant):
     def layout(self, problem: Problem, params: dict) -> dict:
         """Template values: the k step, padded channels, a warpgroup's wgmma N, pixels of an x copy (8 half
         where H*W allows, else 4; 1 at stride > 1 or H*W % 4 != 0) and the x tile's row skew (conflict-free
-        fragment reads, see the template)."""
+        fragment reads, see the template; none for half x, which wgmma reads swizzled through a descriptor)."""
         half_io, bk = params["io"] == "float16", self.step_k(params)
-        skew = 8 if half_io or params["precision"] == "tf32" else 4
+        skew = 0 if half_io else 8 if params["precision"] == "tf32" else 4
         xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
                 "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,

@@ -108,7 +108,11 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True}),
                 # 1024->512 at 14 27.8 -> 25.8 us, 512->128 at 28 18.5 -> 17.2 (H100, 2026-11-27, session 25)
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "stages": 3}),
-                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True})],
+                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True}),
+                # half x read by wgmma from shared memory: 1024->256 at 14 15.9 -> 15.3 us, 512->256 at 28 22.3 -> 19.9
+                # (H100, 2026-11-27, PERFORMANCE.md session 26)
+                ("wgmma_nchw", {"io": "float16", "stages": 6}),
+                ("wgmma_nchw", {"io": "float16", "stages": 6, "persistent": True})],
 }
 
 
