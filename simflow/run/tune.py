@@ -56,6 +56,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
                 ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
                 ("regtile", {"outputs": 4, "rows": 8}), ("regtile", {"outputs": 2, "rows": 8, "weights": "shared"}),
+                # 64 channels, bk 16, two stages: five ResNet-50 layers of 64-512 channels (3x3 64->64 at 56: 0.233 ->
+                # 0.212 ms; H100, 2026-11-27, suite_resnet50_session25_every_h100_2026-11-27.csv); first kept for
+                # k7net-conv2, which regtile's channel groups now win
+                ("implicit_gemm_async", {"tile_m": 64, "bk": 16, "stages": 2}),
                 # output channels split over blocks: k7net-conv2 (12 -> 24 channels, 16x16 outputs) 59.8 -> 25.0 us,
                 # cuDNN 51.7 (H100, 2026-11-27, PERFORMANCE.md session 26)
                 ("regtile", {"outputs": 2, "rows": 16, "weights": "shared", "channels": 12}),
