@@ -5,6 +5,8 @@ of the last grid parameter, with the configuration that gave it.
 
     python benchmarks/grid.py wgmma_nhwc --layers resnet50-3x3-512-512-7,resnet50-1x1-2048-512-7 \\
         --precisions tf32,float16 --grid "tile_n=256,128,64;stages=4,6;split=1,2,4" [--csv FILE]
+    python benchmarks/grid.py implicit_gemm --layers "alexnet-conv1=32,3,96,227,227,11,0,4" --precisions float32 \\
+        --grid "bk=8,16;tile_m=0,96"
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ PRECISION_PARAMS = {"float32": {}, "tf32": {"precision": "tf32"}, "float16": {"i
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("variant")
-    parser.add_argument("--layers", required=True, help="problem names, comma-separated")
+    parser.add_argument("--layers", required=True, help="problem names, or shapes B,C,M,H,W,K,pad,stride as "
+                        "NAME=B,C,..., separated by spaces")
     parser.add_argument("--precisions", default="tf32,float16", help=f"of {','.join(PRECISION_PARAMS)}")
     parser.add_argument("--grid", required=True, help="NAME=V1,V2,...;NAME=...: the values to combine")
     parser.add_argument("--repeats", type=int, default=20)
@@ -43,8 +46,9 @@ def main() -> int:
     axes = [(name, values.split(",")) for name, values in (part.split("=", 1) for part in args.grid.split(";"))]
     gpu = GpuBackend()
     plan = []
-    for layer in args.layers.split(","):
-        problem = get_problem(layer)
+    for layer in args.layers.split(" " if " " in args.layers or "=" in args.layers else ","):
+        name, _, shape = layer.partition("=")
+        problem = get_problem(name, shape=shape or None)
         for precision in args.precisions.split(","):
             for values in itertools.product(*(v for _, v in axes)):
                 text = [f"{name}={value}" for (name, _), value in zip(axes, values, strict=True)]
@@ -79,7 +83,7 @@ def main() -> int:
     print(f"{'layer':30} {'precision':9} {'cuDNN ms':>8} " + " ".join(f"{last}={c}".rjust(18) for c in columns)
           + "  best/cuDNN")
     for (name, precision), cell in best.items():
-        cudnn = time_cudnn(get_problem(name), args.repeats, precision)
+        cudnn = time_cudnn(next(p for p, *_ in plan if p.name == name), args.repeats, precision)
         cells = " ".join((f"{cell[c][0]:.4f} ({cell[c][1]})" if c in cell else "-").rjust(18) for c in columns)
         ratio = f"{min(v[0] for v in cell.values()) / cudnn:.3f}" if cudnn else "-"
         print(f"{name:30} {precision:9} {cudnn or float('nan'):8.4f} {cells}  {ratio}", flush=True)

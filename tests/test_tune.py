@@ -29,8 +29,8 @@ def stand_in_run(job, metric: str, unit: str):
 
 def test_the_space_is_every_kernel_parameter_combination_in_a_precision():
     grid = space(["implicit_gemm"], PROBLEM, "float32")
-    assert len(grid) == 4 and all(p["precision"] == "fp32" for _, p in grid)  # tile x bk
-    assert len(space(["implicit_gemm"], PROBLEM, "float16")) == 8  # its fp16 configurations and the finer fp32 ones
+    assert len(grid) == 12 and all(p["precision"] == "fp32" for _, p in grid)  # tile x tile_m x bk
+    assert len(space(["implicit_gemm"], PROBLEM, "float16")) == 24  # its fp16 configurations and the finer fp32 ones
     assert len(space(["global"], PROBLEM, "float32")) == 3 * 3 * 2  # tile x unroll x restrict; streams is host-side
     assert all("streams" not in p for _, p in space(["global"], PROBLEM, "float32"))
     with pytest.raises(UserError, match="no configuration of wmma computes in float32;"):

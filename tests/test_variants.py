@@ -177,6 +177,20 @@ def test_gemm_variants():
         render("wmma", get_problem("batch3x3"))
 
 
+def test_implicit_gemm_tile_fits_96_or_32_output_channels():
+    """tile_m: a block of 96 (or 32) output channels over `tile` pixels, a thread's last TM % 4 rows at
+    TM / 4 * 64 + ty * (TM % 4); with 96 rows, 256 threads load weight elements tid + 256 i, not whole rows."""
+    alexnet = Problem(B=32, C=3, M=96, H=227, W=227, K=11, stride=4, name="alexnet-conv1")
+    square, fitted = (render("implicit_gemm", alexnet, params) for params in ({}, {"tile_m": 96}))
+    assert square.launches(32)[0].grid == fitted.launches(32)[0].grid == (757, 1, 1)  # 96,800 pixels, 128 a block
+    assert "BM = 128, BN = 128" in square.source and "BM = 96, BN = 128" in fitted.source
+    assert "TM / 4 * 64 + ty * (TM % 4) + i % 4" in fitted.source
+    assert "constexpr bool A_ROWS = 256 % BM == 0;" in fitted.source
+    narrow = render("implicit_gemm", Problem(B=2, C=5, M=40, H=13, W=11, K=3, pad=1), {"tile_m": 32, "tile": 64})
+    assert narrow.launches(2)[0].grid == (5, 2, 1) and "BM = 32, BN = 64" in narrow.source
+    assert "BM = 64, BN = 64" in render("conv_relu_pool", get_problem("batch3x3"), {"tile": 64}).source  # no tile_m
+
+
 def test_wmma_with_fragments_in_global_memory_is_four_kernels_over_padded_half_copies():
     layer = Problem(B=2, C=16, M=16, H=12, W=12, K=3, pad=1, name="sim-wmma")
     k = render("wmma", layer, {"fragments": "global"})

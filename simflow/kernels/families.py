@@ -127,18 +127,24 @@ class ImplicitGemmVariant(Variant):
                     "relative error 0.71 on batch3x3 (fp32 passes at 6e-8)")
         return super().sim_unsupported(params)
 
+    @staticmethod
+    def tile_m(params: dict) -> int:
+        """Output channels of a block: `tile_m` where the variant has it and sets it, else the square tile."""
+        return params.get("tile_m") or params["tile"]
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        a_per_thread = params["tile"] * params["bk"] // 256
+        a_per_thread = self.tile_m(params) * params["bk"] // 256
         # weights read as float4 when a thread's k run is whole float4s of 16-byte aligned rows
         vector_a = (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0
-        return {"pool": False, "vector_a": vector_a}
+        return {"pool": False, "vector_a": vector_a, "bm": self.tile_m(params)}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         """The kernel launches of one run on `batch` images, in order: name, grid, block, dynamic
         shared memory and argument names (x, w, y, batch, or a workspace buffer)."""
         p, tile = kernel.problem, kernel.params["tile"]
         columns = _columns(p, batch)
-        return [Launch(kernel=f"conv2d_{self.name}", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), 1),
+        grid = (math.ceil(columns / tile), math.ceil(p.M / self.tile_m(kernel.params)), 1)
+        return [Launch(kernel=f"conv2d_{self.name}", grid=grid,
                        block=(256, 1, 1), dynamic_smem=0, args=("x", "w", "y", "batch"))]
 
 

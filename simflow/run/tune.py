@@ -49,7 +49,8 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
     "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
                 ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
                 ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
-                ("implicit_gemm", {"tile": 64}), ("winograd", {"m": 2}),
+                ("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile_m": 96}),  # 96 channels: AlexNet conv1
+                ("winograd", {"m": 2}),
                 ("winograd", {"m": 4}),  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
                 ("winograd", {"m": 4, "bk": 16}),  # 3x3 128->128 at 28: 0.173 -> 0.144 ms (H100, 2026-11-26)
                 # direct kernels for first layers of few channels (stride 1): VGG conv1_1 and fmnist-conv1/2, whose
