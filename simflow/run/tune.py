@@ -56,6 +56,8 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # direct kernels for first layers of few channels (stride 1): VGG conv1_1 and fmnist-conv1/2, whose
                 # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
                 ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
+                # ... in groups of 16 channels: VGG conv1_1 0.142 -> 0.121 ms in a 40-s tune (H100, 2026-11-27)
+                ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared", "channels": 16}),
                 ("regtile", {"outputs": 4, "rows": 8}), ("regtile", {"outputs": 2, "rows": 8, "weights": "shared"}),
                 # 64 channels, bk 16, two stages: five ResNet-50 layers of 64-512 channels (3x3 64->64 at 56: 0.233 ->
                 # 0.212 ms; H100, 2026-11-27, suite_resnet50_session25_every_h100_2026-11-27.csv); first kept for
