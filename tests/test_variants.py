@@ -156,8 +156,10 @@ def test_regtile_splits_output_channels_over_blocks():
     constant = render("regtile", layer, {"outputs": 2, "channels": 4})
     assert "w_const[(((m0 + m) * C + c) * K + ky) * K + kx]" in constant.source
     assert constant.launches(64)[0].grid == (2, 64, 6)
-    with pytest.raises(LimitError, match=r"a divisor of M=24; use channels=0 \(all\) or one of 4, 8, 12"):
+    with pytest.raises(LimitError, match=r"a divisor of M=24; use channels=0 \(all\) or one of 4, 8, 12$"):
         render("regtile", layer, {"channels": 16})
+    with pytest.raises(LimitError, match=r"a divisor of M=6; use channels=0 \(all\)$"):
+        render("regtile", Problem(B=1, C=2, M=6, H=9, W=9, K=3), {"channels": 4})
 
 
 def test_gemm_variants():

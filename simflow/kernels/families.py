@@ -39,7 +39,7 @@ class RegTileVariant(Variant):
     A layer of few pixels and many channels (k7net-conv2: 16x16 outputs, 24 channels) has too few threads
     with all channels each: 128 warps for 132 SMs at outputs=4."""
 
-    MAX_ACCUMULATORS = 128  # M * outputs floats per thread, beyond which registers spill
+    MAX_ACCUMULATORS = 128  # channels x outputs floats per thread, beyond which registers spill
     UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
     # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)
 
@@ -74,10 +74,10 @@ class RegTileVariant(Variant):
         check_threads((self.block_x(problem, params), self.block_rows(problem, params), 1), GENERIC_LIMITS,
                       "use more outputs per thread or fewer rows per block")
         if problem.M % self.group(problem, params):
+            divisors = [str(g) for g in self.param("channels").choices if g and problem.M % g == 0]
             raise LimitError("output channels of a regtile block (channels, a divisor of M)",
                              f"channels={params['channels']}", f"a divisor of M={problem.M}",
-                             "use channels=0 (all) or one of " + ", ".join(
-                                 str(g) for g in (4, 8, 12, 16) if problem.M % g == 0) or "use channels=0 (all)")
+                             "use channels=0 (all)" + (f" or one of {', '.join(divisors)}" if divisors else ""))
         accumulators = self.group(problem, params) * params["outputs"]
         if accumulators > self.MAX_ACCUMULATORS:
             raise LimitError("accumulators per thread (channels x outputs)", str(accumulators),
