@@ -3,6 +3,7 @@
 
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -537,3 +538,19 @@ def test_sim_on_a_terminal_shows_its_progress(tmp_path):
                        typescript.read_text(errors="replace"))
     cycles = [int(c.replace(",", "")) for c, _ in shown]
     assert len(set(cycles)) >= 3 and cycles == sorted(cycles), shown  # it moved, forward
+
+
+@pytest.mark.gpgpusim
+@pytest.mark.parametrize("variant,problem,params", [
+    ("regtile", "2,3,12,14,13,5,2", {"channels": 4, "weights": "shared", "outputs": 2}),
+    ("regtile", "1,2,8,12,12,3,1", {"channels": 4}),
+    ("implicit_gemm", "2,3,96,23,23,11,0,4", {"tile_m": 96}),
+    ("implicit_gemm", "2,5,40,13,11,3,1", {"tile_m": 32, "tile": 64}),
+])
+def test_channel_groups_and_fitted_gemm_tiles_pass_in_the_simulator(tmp_path, variant, problem, params):
+    """regtile's output-channel groups over blockIdx.z and implicit_gemm's 96- and 32-row tiles (a thread's last
+    rows as a pair, weights loaded element by element) compute the layer under the simulator too."""
+    kernel = render(variant, get_problem(None, shape=problem), params)
+    result = run_job(job_of(kernel), tmp_path)
+    assert result.status == "passed", result.reason
+    assert result.metrics["gpu_tot_issued_cta"] == math.prod(kernel.launches(kernel.problem.B)[0].grid)
