@@ -96,6 +96,19 @@ def test_output_stores_stay_vector(variant, params, vector):
         assert not any(f"st.global.{kind} " in body for kind in ("f32", "b32", "u32", "b16", "u16"))
 
 
+@pytest.mark.parametrize("params", [{"channels": 8, "outputs": 2, "rows": 16, "weights": "shared"},
+                                    {"channels": 12, "outputs": 4}, {"channels": 4, "outputs": 8, "images": 2}],
+                         ids=["shared-8", "constant-12", "constant-4"])
+def test_regtile_channel_groups_compile_without_spills(params):
+    """The test problem's M = 5 takes no channel group, so the all-combinations test never compiles one:
+    k7net-conv2 (M = 24) in groups of 4, 8 and 12, weights in shared and constant memory."""
+    kernel = render("regtile", get_problem("k7net-conv2"), params)
+    compiled = compile_kernel(kernel.source, "sm_90", kernel.fingerprint(("sm_90",)), toolkit=MODERN_NVCC)
+    assert "warning" not in compiled.log.lower(), compiled.log
+    usage = compiled.resources["conv2d_regtile"]
+    assert 0 < usage["registers"] <= 255 and usage["spill_store_bytes"] == 0
+
+
 @pytest.mark.parametrize("preset", ["fmnist-conv1", "fmnist-conv2", "batch3x3", "toycnn", "k7net-conv2"])
 def test_presets_compile_to_ptx(preset):
     kernel = render("shared_weights", get_problem(preset), {"unroll": "both"})
