@@ -351,6 +351,30 @@ def test_wgmma_nchw_copies_single_pixels(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+GATHER_SHAPES = [Problem(B=3, C=64, M=72, H=28, W=28, K=1, stride=2, name="1x1-stride2-hw196"),  # 196 % 8 == 4
+                 Problem(B=2, C=48, M=40, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49"),  # odd: scalar stores
+                 Problem(B=3, C=96, M=300, H=7, W=7, K=1, name="1x1-hw49-m300")]  # stride 1, ragged C and M
+GATHER_CONFIGS = [{"io": "float16", "gather": True}, {"io": "float16", "gather": True, "tile_n": 64, "stages": 6},
+                  {"io": "float16", "gather": True, "tile_m": 256, "persistent": True},
+                  {"precision": "tf32", "gather": True}, {"precision": "tf32", "gather": True, "tile_m": 256,
+                                                          "tile_n": 64, "persistent": True},
+                  {"gather": True, "tile_m": 64, "tile_n": 64, "stages": 3}]
+
+
+@pytest.mark.parametrize("problem", GATHER_SHAPES, ids=[p.name for p in GATHER_SHAPES])
+@pytest.mark.parametrize("params", GATHER_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in GATHER_CONFIGS])
+def test_wgmma_nchw_gathers_strided_and_ragged_pixels(gpu, params, problem):
+    """gather: a first launch copies the pixels the layer reads into dense rows padded to 16 bytes; the GEMM's
+    tiles span the padding and images, and only each image's HW pixels are stored (8-, 4- and 1-pixel stores)."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    assert [launch.kernel for launch in kernel.launches(problem.B)][-2:] == ["conv2d_wgmma_nchw_x",
+                                                                             "conv2d_wgmma_nchw"]
+    result = run(gpu, kernel, problem.B, seed=13, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 PERSISTENT_CASES = [  # (problem, params): weight-stationary (2 channel tiles; 1) and rotating weights (10 k steps)
     (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
      {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}),

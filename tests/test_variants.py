@@ -575,6 +575,30 @@ def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
         assert f"WCOPY_WARPS = {warps}," in kernel.source and "WCOPY_S = (K * K) | 1" in kernel.source
 
 
+def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
+    """gather: a first launch writes the strided (or 7x7) layer's pixels dense, each image's padded to 16 bytes;
+    the GEMM copies them 16 bytes at a time and stores only each image's HW pixels."""
+    layer = get_problem("resnet50-1x1-512-1024-28-s2")  # 14 x 14 = 196 output pixels an image
+    half = render("wgmma_nchw", layer, {"io": "float16", "gather": True})
+    gather, gemm = half.launches(32)
+    assert gather.kernel == "conv2d_wgmma_nchw_x" and gather.args == ("x", "xg", "batch")
+    assert gemm.args == ("xg", "w", "y", "batch")  # C = 512: half w in place
+    assert half.workspace(32) == {"xg": 32 * 512 * 200 * 2 // 4}  # 196 pixels padded to 200 (16 bytes of half)
+    assert gather.grid == (32 * 512 * 200 // 8 // 256, 1, 1) and gemm.grid == (32 * 200 // 128 * 8, 1, 1)
+    assert "constexpr int HWP = 200;" in half.source and "const int ncols = batch * HWP;" in half.source
+    assert "copy16(dst + x_dst" in half.source  # 8 half pixels a copy, where in place there is none
+    assert "src[q / WOUT * STRIDE * W + q % WOUT * STRIDE]" in half.source
+    assert "if (m >= M || n >= ncols || q >= HW) continue;" in half.source
+    assert "__stwb(reinterpret_cast<uint2*>(dst)" in half.source  # 196 % 8 == 4: 4 half pixels a store
+    odd = render("wgmma_nchw", get_problem(None, shape="2,48,64,13,13,1,0,2"), {"precision": "tf32", "gather": True})
+    weights, gather, gemm = odd.launches(2)  # C = 48, padded to 64: w copied, then the gather
+    assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("xg", "wh", "y", "batch")
+    assert odd.workspace(2)["xg"] == 2 * 48 * 52 and "copy16(dst + x_dst" in odd.source  # 49 -> 52 floats
+    assert "*dst = out_tile[r * LDT + c];" in odd.source  # 49 % 4 != 0: a float a store
+    with pytest.raises(LimitError, match="gather=true in wgmma_nchw .*stride=1, H\\*W=784.*use gather=false"):
+        render("wgmma_nchw", get_problem("resnet50-1x1-512-256-28"), {"io": "float16", "gather": True})
+
+
 def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     """wgmma_nchw: the transposed product, x's pixel rows the A operand (half x: M-major and swizzled in shared
     memory; float x: TF32-rounded into registers), the weight rows a swizzled K-major B; half x at stride 1 and
@@ -617,7 +641,8 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
         single = render("wgmma_nchw", get_problem(None, shape=shape), {"precision": "tf32"})
         assert "copy4(reinterpret_cast<float*>(dst + x_dst" in single.source
         assert "*dst = out_tile[r * LDT + c];" in single.source  # one float a store
-        with pytest.raises(LimitError, match="half x in wgmma_nchw .*use io=float32, or wgmma_nhwc"):
+        with pytest.raises(LimitError, match=r"half x in wgmma_nchw .*use gather=true \(a dense copy of x first\), "
+                                             "io=float32, or wgmma_nhwc"):
             render("wgmma_nchw", get_problem(None, shape=shape), {"io": "float16"})
     with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
         render("wgmma_nchw", layer, {"precision": "tf32", "io": "float16"})

@@ -479,7 +479,9 @@ class WgmmaNchwVariant(Variant):
     memory; float x: converted into registers, as wgmma cannot transpose a TF32 operand), and the weights' rows the
     K-major B operand in shared memory. On the 1x1 layers at 28x28 and 56x56 the channel-last copy wgmma_nhwc
     makes costs as much as cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate.
-    At stride > 1 or H*W % 4 != 0 (the 7x7 layers) x is copied a pixel at a time (float x only)."""
+    At stride > 1 or H*W % 4 != 0 (the 7x7 layers) x is copied a pixel at a time (float x only), or with gather=true
+    a first launch copies the pixels the layer reads into a dense buffer (each image's padded to 16 bytes), which
+    the GEMM copies 16 bytes at a time: the only way for half x there, as cp.async copies 4 bytes at least."""
 
     ROW = WgmmaNhwcVariant.ROW
     SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
@@ -489,12 +491,16 @@ class WgmmaNchwVariant(Variant):
             raise LimitError(f"layers {self.name} takes (the product of w and x's rows as they lie)",
                              f"K={problem.K}, pad={problem.pad}", "K=1, pad=0",
                              "use wgmma_nhwc or mma_nchw on this layer")
+        if params["gather"] and vector_columns(problem):
+            raise LimitError(f"gather=true in {self.name} (a dense copy of x for layers it cannot read in place by "
+                             "16-byte copies)", f"stride=1, H*W={problem.H * problem.W}",
+                             "stride > 1 or H*W not a multiple of 4", "use gather=false: x is read where it lies")
         if params["io"] == "float16":
             _check_half_io(self.name, params)
-            if not vector_columns(problem):  # cp.async copies 4 bytes at least: two half pixels
+            if not vector_columns(problem) and not params["gather"]:  # cp.async copies 4 bytes at least
                 raise LimitError(f"half x in {self.name} (copies of 4 or 8 pixels)", f"stride={problem.stride}, "
                                  f"H*W={problem.H * problem.W}", "stride=1, H*W a multiple of 4",
-                                 "use io=float32, or wgmma_nhwc with io=float16")
+                                 "use gather=true (a dense copy of x first), io=float32, or wgmma_nhwc")
         need = self.smem_bytes(problem, params)
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
@@ -520,16 +526,30 @@ class WgmmaNchwVariant(Variant):
     def x_bytes(params: dict) -> int:
         return 2 if params["io"] == "float16" else 4
 
+    @staticmethod
+    def gathered_pixels(problem: Problem, params: dict) -> int:
+        """Pixels an image of x's dense copy holds (gather=true): the output's, padded to 16 bytes."""
+        return _round_up(problem.Hout * problem.Wout, 8 if params["io"] == "float16" else 4)
+
     def layout(self, problem: Problem, params: dict) -> dict:
         """Template values: the k step, padded channels, a warpgroup's wgmma N, pixels of an x copy (8 half
-        where H*W allows, else 4; 1 at stride > 1 or H*W % 4 != 0) and the x tile's row skew (conflict-free
-        fragment reads, see the template; none for half x, which wgmma reads swizzled through a descriptor)."""
-        half_io, bk = params["io"] == "float16", self.step_k(params)
+        where H*W allows, else 4; 1 at stride > 1 or H*W % 4 != 0 unless gathered), pixels of a y store, and the x
+        tile's row skew (conflict-free fragment reads, see the template; none for half x, which wgmma reads swizzled
+        through a descriptor). gather: the GEMM's image is `hwp` pixels of the dense copy, of which the first HW
+        are stored."""
+        half_io, bk, gather = params["io"] == "float16", self.step_k(params), params["gather"]
+        hw = problem.Hout * problem.Wout
         skew = 0 if half_io else 8 if params["precision"] == "tf32" else 4
-        xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
+        if gather:
+            xv = 8 if half_io else 4
+            yv = next(v for v in ((8, 4, 1) if half_io else (4, 1)) if hw % v == 0)
+        else:
+            xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
+            yv = xv if half_io else (4 if xv > 1 else 1)
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
                 "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
-                "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "skew": skew, "half_io": half_io}
+                "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "yv": yv, "skew": skew,
+                "half_io": half_io, "gather": gather, "hwp": self.gathered_pixels(problem, params) if gather else hw}
 
     def smem_parts(self, problem: Problem, params: dict) -> tuple[int, int, int]:
         """Bytes of a weight tile (a k step of the block's output channels), an x tile (rounded to 1024) and the
@@ -570,22 +590,34 @@ class WgmmaNchwVariant(Variant):
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p, params = kernel.problem, kernel.params
-        if self.weights_in_place(p, params):
-            return {}
-        size = 2 if params["precision"] == "fp16" else 4
-        return {"wh": math.ceil(p.M * _round_up(p.C, self.step_k(params)) * size / 4)}
+        space = {}
+        if params["gather"]:
+            space["xg"] = math.ceil(batch * p.C * self.gathered_pixels(p, params) * self.x_bytes(params) / 4)
+        if not self.weights_in_place(p, params):
+            size = 2 if params["precision"] == "fp16" else 4
+            space["wh"] = math.ceil(p.M * _round_up(p.C, self.step_k(params)) * size / 4)
+        return space
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params = kernel.problem, kernel.params
         name = f"conv2d_{self.name}"
         channel_tiles = math.ceil(p.M / params["tile_m"])
-        tiles = math.ceil(_columns(p, batch) / params["tile_n"]) * channel_tiles
+        gather = params["gather"]
+        columns = _columns(p, batch, self.gathered_pixels(p, params) if gather else 0)
+        launches = []
+        if gather:  # 16 bytes of one image's channel row a thread
+            stores = columns * p.C * self.x_bytes(params) // 16
+            launches.append(Launch(kernel=f"{name}_x", grid=(math.ceil(stores / 256), 1, 1), block=(256, 1, 1),
+                                   args=("x", "xg", "batch")))
+        tiles = math.ceil(columns / params["tile_n"]) * channel_tiles
         every = (channel_tiles if self.stationary(p, params) else 1) if params["persistent"] else 0
+        x = "xg" if gather else "x"
+        w = "w" if self.weights_in_place(p, params) else "wh"
         gemm = Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
-                      args=("x", "wh", "y", "batch"), persistent=every)
-        if self.weights_in_place(p, params):
-            return [dataclasses.replace(gemm, args=("x", "w", "y", "batch"))]
-        return [_weight_copy(name, p, _round_up(p.C, self.step_k(params))), gemm]
+                      args=(x, w, "y", "batch"), persistent=every)
+        if w == "wh":
+            launches.insert(0, _weight_copy(name, p, _round_up(p.C, self.step_k(params))))
+        return [*launches, gemm]
 
 
 @dataclass(frozen=True)
@@ -792,9 +824,10 @@ def _split_k_launches(before: list[Launch], gemm: Launch, kernel: Kernel, batch:
                                         args=("acc", "y", "batch"))]
 
 
-def _columns(problem: Problem, batch: int) -> int:
-    """GEMM columns (output pixels of the batch); the GEMM kernels index them with 32-bit ints."""
-    columns = batch * problem.Hout * problem.Wout
+def _columns(problem: Problem, batch: int, pixels: int = 0) -> int:
+    """GEMM columns (output pixels of the batch, or `pixels` an image); the GEMM kernels index them with 32-bit
+    ints."""
+    columns = batch * (pixels or problem.Hout * problem.Wout)
     if columns >= 2**31:
         raise LimitError("output pixels per launch, B x HOUT x WOUT (32-bit GEMM column index)", f"{columns:,}",
                          f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")

@@ -90,6 +90,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6}),
              ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6, "persistent": True}),
              ("wgmma_nchw", {"precision": "tf32", "stages": 5, "persistent": True}),
+             # the pixels a strided layer reads copied dense first: 1024->2048 at 14 stride 2 62.7 -> 60.9 us (H100,
+             # 2026-11-27, PERFORMANCE.md session 27)
+             ("wgmma_nchw", {"precision": "tf32", "gather": True, "tile_m": 256}),
              # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})],
@@ -119,7 +122,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # half x read by wgmma from shared memory: 1024->256 at 14 15.9 -> 15.3 us, 512->256 at 28 22.3 -> 19.9
                 # (H100, 2026-11-27, PERFORMANCE.md session 26)
                 ("wgmma_nchw", {"io": "float16", "stages": 6}),
-                ("wgmma_nchw", {"io": "float16", "stages": 6, "persistent": True})],
+                ("wgmma_nchw", {"io": "float16", "stages": 6, "persistent": True}),
+                # half x at stride 2 and at 7x7, copied dense first: 256->512 at 56 stride 2 50.3 -> 43.2 us,
+                # 2048->512 at 7 27.0 -> 24.8 (H100, 2026-11-27, PERFORMANCE.md session 27)
+                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_m": 256, "tile_n": 64, "stages": 6,
+                                "persistent": True}),
+                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True})],
 }
 
 
