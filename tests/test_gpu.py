@@ -375,6 +375,30 @@ def test_wgmma_nchw_gathers_strided_and_ragged_pixels(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+SPLIT_CASES = [  # (problem, params): blocks over 1/split of the k steps each, adding into y zeroed first
+    (Problem(B=3, C=1024, M=136, H=7, W=7, K=1, name="1x1-c1024-m136-hw49"), {"precision": "tf32", "split": 4}),
+    (Problem(B=3, C=1024, M=136, H=7, W=7, K=1, name="1x1-c1024-m136-hw49"),
+     {"precision": "tf32", "split": 2, "tile_m": 256, "tile_n": 64}),
+    (Problem(B=2, C=512, M=200, H=14, W=14, K=1, name="1x1-c512-m200-hw196"),  # 4-float atomic adds
+     {"precision": "tf32", "split": 2, "stages": 6}),
+    (Problem(B=2, C=512, M=200, H=14, W=14, K=1, name="1x1-c512-m200-hw196"), {"split": 4}),  # fp16 from float x
+    (Problem(B=2, C=256, M=72, H=13, W=13, K=1, stride=2, name="1x1-c256-stride2"),
+     {"precision": "tf32", "split": 2, "gather": True})]
+
+
+@pytest.mark.parametrize("problem,params", SPLIT_CASES,
+                         ids=[f"{p.name}-{'-'.join(f'{k}={v}' for k, v in q.items())}" for p, q in SPLIT_CASES])
+def test_wgmma_nchw_split_k_adds_into_y(gpu, problem, params):
+    """split-K: each tile's k steps shared by `split` blocks (gridDim.z), their sums added into y (zeroed by a first
+    launch) by float and float4 atomics; with the gather and the weight copy before it."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    launches = kernel.launches(problem.B)
+    assert launches[-2].kernel == "conv2d_wgmma_nchw_zero" and launches[-1].grid[2] == params["split"]
+    result = run(gpu, kernel, problem.B, seed=16, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 PERSISTENT_CASES = [  # (problem, params): weight-stationary (2 channel tiles; 1) and rotating weights (10 k steps)
     (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
      {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}),

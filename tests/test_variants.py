@@ -599,6 +599,25 @@ def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
         render("wgmma_nchw", get_problem("resnet50-1x1-512-256-28"), {"io": "float16", "gather": True})
 
 
+def test_wgmma_nchw_split_k_adds_float_sums_into_y():
+    """split-K: gridDim.z blocks share a tile's k steps, y zeroed by a launch before and added into atomically;
+    float y only (half y would need float sums and a rounding pass), a block a tile, equal k ranges."""
+    layer = get_problem("resnet50-1x1-2048-512-7")
+    tf32 = render("wgmma_nchw", layer, {"precision": "tf32", "split": 4, "tile_m": 256})
+    zero, gemm = tf32.launches(32)
+    assert zero.kernel == "conv2d_wgmma_nchw_zero" and zero.args == ("y", "batch")
+    assert gemm.grid == (13 * 2, 1, 4) and gemm.args == ("x", "w", "y", "batch")
+    assert "SPLIT = 4" in tf32.source and "const int first = SPLIT > 1 ? blockIdx.z * PER_SPLIT : 0;" in tf32.source
+    assert "atomicAdd(dst, out_tile[r * LDT + c]);" in tf32.source  # 49 pixels an image: a float at a time
+    wide = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"precision": "tf32", "split": 2})
+    assert "atomicAdd(reinterpret_cast<float4*>(dst)" in wide.source
+    for params, limit in (({"io": "float16", "split": 2}, "persistent=false, io=float32"),
+                          ({"precision": "tf32", "split": 2, "persistent": True}, "persistent=false, io=float32"),
+                          ({"precision": "tf32", "split": 8}, "a split that divides 2")):
+        with pytest.raises(LimitError, match=f"split-K in wgmma_nchw .*the limit is {limit}"):
+            render("wgmma_nchw", get_problem("resnet50-1x1-64-64-56"), params)
+
+
 def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     """wgmma_nchw: the transposed product, x's pixel rows the A operand (half x: M-major and swizzled in shared
     memory; float x: TF32-rounded into registers), the weight rows a swizzled K-major B; half x at stride 1 and

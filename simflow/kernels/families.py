@@ -491,6 +491,15 @@ class WgmmaNchwVariant(Variant):
             raise LimitError(f"layers {self.name} takes (the product of w and x's rows as they lie)",
                              f"K={problem.K}, pad={problem.pad}", "K=1, pad=0",
                              "use wgmma_nhwc or mma_nchw on this layer")
+        if params["split"] > 1 and (params["persistent"] or params["io"] == "float16"):
+            raise LimitError(f"split-K in {self.name} (blocks of one tile each, adding into float y)",
+                             f"persistent={params['persistent']}, io={params['io']}", "persistent=false, io=float32",
+                             "use split=1, or wgmma_nhwc's split-K for half y")
+        ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
+        if ksteps % params["split"]:
+            raise LimitError(f"split-K in {self.name} (equal k ranges)", f"{ksteps} k steps of "
+                             f"{self.step_k(params)} channels, split={params['split']}",
+                             f"a split that divides {ksteps}", "use a smaller split")
         if params["gather"] and vector_columns(problem):
             raise LimitError(f"gather=true in {self.name} (a dense copy of x for layers it cannot read in place by "
                              "16-byte copies)", f"stride=1, H*W={problem.H * problem.W}",
@@ -549,7 +558,8 @@ class WgmmaNchwVariant(Variant):
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
                 "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
                 "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "yv": yv, "skew": skew,
-                "half_io": half_io, "gather": gather, "hwp": self.gathered_pixels(problem, params) if gather else hw}
+                "half_io": half_io, "gather": gather, "split": params["split"],
+                "hwp": self.gathered_pixels(problem, params) if gather else hw}
 
     def smem_parts(self, problem: Problem, params: dict) -> tuple[int, int, int]:
         """Bytes of a weight tile (a k step of the block's output channels), an x tile (rounded to 1024) and the
@@ -613,11 +623,11 @@ class WgmmaNchwVariant(Variant):
         every = (channel_tiles if self.stationary(p, params) else 1) if params["persistent"] else 0
         x = "xg" if gather else "x"
         w = "w" if self.weights_in_place(p, params) else "wh"
-        gemm = Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
-                      args=(x, w, "y", "batch"), persistent=every)
+        gemm = Launch(kernel=name, grid=(tiles, 1, params["split"]), block=(256, 1, 1),
+                      dynamic_smem=self.smem_bytes(p, params), args=(x, w, "y", "batch"), persistent=every)
         if w == "wh":
             launches.insert(0, _weight_copy(name, p, _round_up(p.C, self.step_k(params))))
-        return [*launches, gemm]
+        return _split_k_launches(launches, gemm, kernel, batch)
 
 
 @dataclass(frozen=True)

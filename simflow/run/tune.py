@@ -93,6 +93,8 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              # the pixels a strided layer reads copied dense first: 1024->2048 at 14 stride 2 62.7 -> 60.9 us (H100,
              # 2026-11-27, PERFORMANCE.md session 27)
              ("wgmma_nchw", {"precision": "tf32", "gather": True, "tile_m": 256}),
+             # split-K: 2048->512 at 7 (26 tiles of 256 x 128, 64 k steps) 43.0 -> 37.1 us (same H100 and session)
+             ("wgmma_nchw", {"precision": "tf32", "split": 4, "tile_m": 256}),
              # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})],
