@@ -51,19 +51,22 @@ def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
 GATHER = [{"io": "float16", "gather": True}, {"io": "float16", "gather": True, "tile_m": 256, "stages": 4},
           {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True},
           {"precision": "tf32", "gather": True, "tile_m": 256, "tile_n": 64},
-          {"gather": True, "stages": 3, "persistent": True}]
+          {"gather": True, "stages": 3, "persistent": True},
+          {"precision": "tf32", "gather": True, "split": 2}, {"precision": "tf32", "split": 4, "tile_m": 256},
+          {"split": 2}]
 
 
 @pytest.mark.parametrize("layer", ["resnet50-1x1-512-1024-28-s2", "resnet50-1x1-2048-512-7"])
-@pytest.mark.parametrize("params", GATHER, ids=["-".join(map(str, p.values())) for p in GATHER])
-def test_wgmma_nchw_gather_compiles_without_spills(params, layer):
-    """gather (the strided and 7x7 1x1 layers, where test_compiles_cleanly's stride-1 layer refuses it): both
-    launches, no warning, no spill."""
+@pytest.mark.parametrize("params", GATHER, ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in GATHER])
+def test_wgmma_nchw_gather_and_split_compile_without_spills(params, layer):
+    """gather (the strided and 7x7 1x1 layers, where test_compiles_cleanly's stride-1 layer refuses it) and split-K
+    (its zeroing launch, atomic adds): every launch, no warning, no spill."""
     kernel = render("wgmma_nchw", get_problem(layer), params)
     arch = kernel.build_arch("sm_90")
     compiled = compile_kernel(kernel.source, arch, kernel.fingerprint((arch,)), toolkit=MODERN_NVCC)
     assert "warning" not in compiled.log.lower(), compiled.log
-    assert "conv2d_wgmma_nchw_x" in kernel.kernel_names
+    assert ("conv2d_wgmma_nchw_x" in kernel.kernel_names) == params.get("gather", False)
+    assert ("conv2d_wgmma_nchw_zero" in kernel.kernel_names) == (params.get("split", 1) > 1)
     for name in kernel.kernel_names:
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
 
