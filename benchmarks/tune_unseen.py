@@ -29,6 +29,8 @@ LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 la
     ("3x3 3->64 at 224 (VGG conv1_1)", "16,3,64,224,224,3,1,1", ("float32",)),
     ("1x1 512->256 at 28", "32,512,256,28,28,1,0,1", ("tf32", "float16")),
     ("3x3 384->384 at 7, batch 64", "64,384,384,7,7,3,1,1", ("tf32", "float16")),  # fewer tiles than SMs
+    ("1x1/2 384->768 at 28", "32,384,768,28,28,1,0,2", ("tf32", "float16")),  # a strided projection
+    ("1x1 1536->384 at 7, batch 64", "64,1536,384,7,7,1,0,1", ("tf32", "float16")),  # few pixels, long k
 ]
 
 
