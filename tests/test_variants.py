@@ -595,6 +595,8 @@ def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
     assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("xg", "wh", "y", "batch")
     assert odd.workspace(2)["xg"] == 2 * 48 * 52 and "copy16(dst + x_dst" in odd.source  # 49 -> 52 floats
     assert "*dst = out_tile[r * LDT + c];" in odd.source  # 49 % 4 != 0: a float a store
+    with pytest.raises(LimitError, match=r"B x 52 \(the gathered pixels of an image\)"):  # the padded pixels count
+        odd.launches(2**31 // 52 + 1)
     with pytest.raises(LimitError, match="gather=true in wgmma_nchw .*stride=1, H\\*W=784.*use gather=false"):
         render("wgmma_nchw", get_problem("resnet50-1x1-512-256-28"), {"io": "float16", "gather": True})
 

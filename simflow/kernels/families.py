@@ -839,7 +839,8 @@ def _columns(problem: Problem, batch: int, pixels: int = 0) -> int:
     ints."""
     columns = batch * (pixels or problem.Hout * problem.Wout)
     if columns >= 2**31:
-        raise LimitError("output pixels per launch, B x HOUT x WOUT (32-bit GEMM column index)", f"{columns:,}",
+        what = f"B x {pixels} (the gathered pixels of an image)" if pixels else "B x HOUT x WOUT"
+        raise LimitError(f"output pixels per launch, {what} (32-bit GEMM column index)", f"{columns:,}",
                          f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")
     return columns
 
