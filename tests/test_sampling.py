@@ -578,6 +578,11 @@ def test_a_cta_sample_is_a_config_that_stops_after_its_first_ctas_have_ended(tmp
     two = Job.make("im2col_gemm", {}, FMNIST.with_batch(2), "gpgpusim", config="SM7_QV100")
     assert by_ctas(two.kernel()) is None
     assert probe_job(two, tmp_path) == at_batch(two, 1)  # three launches that grow: the limit would stop the first
+    # an image of one CTA (regtile on 8x8): the limit would be reached exactly as the launch ends, which the fork
+    # does not report as a stop (and then skips the copy of y back), so the probe runs whole
+    tiny = Job.make("regtile", {}, Problem(B=64, C=1, M=4, H=8, W=8, K=1), "gpgpusim", config="SM7_QV100")
+    assert by_ctas(tiny.kernel()) and math.prod(tiny.kernel().launches(1)[-1].grid) == 1
+    assert probe_job(tiny, tmp_path) == at_batch(tiny, 1)
 
 
 def test_a_launch_after_a_weight_copy_is_sampled_by_ctas_the_copy_run_whole(tmp_path):
