@@ -9,7 +9,7 @@ cycle bound and whether it covers the error, and the speed-up: the full run's si
 samples' (one core each; `--workers` only changes the wall time). Every run is stored in --results, so a
 second invocation re-uses them and only prints the table.
 
-    GPGPUSIM_ROOT=... python benchmarks/sampling.py [--config SM7_QV100_small] [--specs 1,2,3 2,3,4]
+    GPGPUSIM_ROOT=... python benchmarks/sampling.py [--config SM7_QV100_small] [--specs default 1,2,3 2,3,4]
                                                     [--cases global,regtile] [--results DIR] [--workers N]
 """
 
@@ -98,7 +98,8 @@ def main() -> int:
     parser.add_argument("--config", default="SM7_QV100_small")
     parser.add_argument("--results", default="simflow-results-sampling")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
-    parser.add_argument("--specs", nargs="+", default=["1,2,3"], help="sample specs to validate")
+    parser.add_argument("--specs", nargs="+", default=["default"],
+                        help="sample specs to validate (default: each variant's own, as --sample gives)")
     parser.add_argument("--workers", type=int, help="simulations at once (default: the CPU count)")
     args = parser.parse_args()
     rows = []
@@ -132,7 +133,8 @@ def main() -> int:
                     parts = [store.runs("WHERE id = ?", (run_id,))[0]
                              for run_id in (est.estimate["probe"], *est.estimate["runs"])]
                     cost = sum(p.metrics["sim_wall_s"] for p in parts)
-                    row = {"case": case, "batch": job.problem.B, "waves": job.problem.B / wave, "spec": str(spec),
+                    row = {"case": case, "batch": job.problem.B, "waves": job.problem.B / wave, "asked": str(spec),
+                           "spec": str(spec.for_kernel(job.kernel())),
                            "samples": (",".join(map(str, est.estimate["ctas"])) + " CTAs" if est.estimate.get("ctas")
                                        else ",".join(map(str, est.estimate["batches"]))),
                            "speedup": truth.metrics["sim_wall_s"] / cost}
@@ -152,7 +154,7 @@ def main() -> int:
         print(f"| {r['case']} | {r['batch']} | {r['waves']:.1f} | {r['spec']} | {r['samples']} | "
               + " | ".join(cells) + f" | {r['speedup']:.1f}x |")
     for spec in args.specs:
-        mine = [r for r in rows if r["spec"] == str(SampleSpec.parse(spec))]
+        mine = [r for r in rows if r["asked"] == str(SampleSpec.parse(spec))]
         if not mine:
             continue
         print(f"\n{SampleSpec.parse(spec)}, {len(mine)} cases:")

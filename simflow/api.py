@@ -121,7 +121,7 @@ def _sampled(job, spec, workers: int | None, results, progress) -> RunResult:
     from .run.sweep import run_sampled
 
     if progress:
-        progress(f"sampling {job.describe()}: a probe, then three samples of {spec} ...")
+        progress(f"sampling {job.describe()}: a probe, then three samples of {spec.for_kernel(job.kernel())} ...")
     with Store(_results(results)) as kept:
         (outcome,) = run_sampled([job], kept, spec, workers=workers, quiet=progress is None)
     if outcome.result is None:
@@ -134,8 +134,8 @@ def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict 
         timeout_s: float = DEFAULT_TIMEOUT_S, seed: int = 0, results: str | Path | None = None,
         store: bool = True, sample: str | None = None, workers: int | None = None, quiet: bool = True) -> RunResult:
     """Simulate a variant under GPGPU-Sim (natively, or in `docker` image) and check it, as `simflow sim`: run with
-    backend gpgpusim. `sample` ("W1,W2,W3" waves, e.g. "1,2,3"): the whole layer estimated from three simulated
-    batches, as `simflow sim --sample` (simflow.sim.sampling); always stored."""
+    backend gpgpusim. `sample` ("W1,W2,W3" waves, e.g. "1,2,3", or "default": the variant's own): the whole layer
+    estimated from three simulated batches, as `simflow sim --sample` (simflow.sim.sampling); always stored."""
     return run(variant, problem, backend="gpgpusim", params=params, batch=batch, config=config, docker=docker,
                engine=engine, timeout_s=timeout_s, seed=seed, results=results, store=store, sample=sample,
                workers=workers, progress=None if quiet else print)

@@ -252,9 +252,10 @@ def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
                    help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S if backend != "gpu-ncu" else 1800,
                    help="seconds before the simulator (or ncu) is stopped")
-    p.add_argument("--sample", nargs="?", const="1,2,3", metavar="W1,W2,W3[;scale=K]",
+    p.add_argument("--sample", nargs="?", const="default", metavar="W1,W2,W3[;scale=K]",
                    help="estimate the whole layer from three simulated batches of about W1 < W2 < W3 waves of "
-                        "thread blocks (default 1,2,3), with an error bound per metric; the record is marked "
+                        "thread blocks (default: the variant's own, 1,2,3 for most, 2,3,5 for regtile), with an "
+                        "error bound per metric; the record is marked "
                         "sampled. The samples run on the GPU cut to 1/K of its SMs and memory channels, K chosen "
                         "for the layer unless given (scale=1: the whole GPU)")
     p.add_argument("--workers", "-j", type=_at_least(1),

@@ -39,6 +39,11 @@ class RegTileVariant(Variant):
     A layer of few pixels and many channels (k7net-conv2: 16x16 outputs, 24 channels) has too few threads
     with all channels each: 128 warps for 132 SMs at outputs=4."""
 
+    # Sampled simulation: 32 one-warp blocks an SM start in step and fall out of it over several waves, which get
+    # faster until the seventh (regtile-first on SM7_QV100_small: 53.5 k -> 48.3 k cycles a wave), and a sample's
+    # drain grows with it. Samples of 1, 2, 3 waves read +10.3 % (that case) and -9.3 % (regtile-1x1, SM7_QV100);
+    # of 2, 3, 5 waves +2.1 % and -2.8 %, under their bounds (benchmarks/results/sampling-regtile-2026-11-27.md).
+    SAMPLE_WAVES = (2.0, 3.0, 5.0)
     MAX_ACCUMULATORS = 128  # channels x outputs floats per thread, beyond which registers spill
     UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
     # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)

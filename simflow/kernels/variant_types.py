@@ -166,6 +166,10 @@ class Variant:
     precision: str = "float32"
     template_dir: str = ""  # a user's variant folder ('' for simflow's own templates)
 
+    # Sampled simulation's waves when the user names none (simflow.sim.sampling.SampleSpec): three samples of about
+    # 1, 2 and 3 waves of the launch's blocks. A family whose waves keep changing past the third overrides it.
+    SAMPLE_WAVES = (1.0, 2.0, 3.0)
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:

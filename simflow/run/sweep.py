@@ -399,7 +399,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             outcomes[job].error = str(exc)
             continue
         cached = store.cached(fingerprint, job.problem, job.backend, job.config_key, failed_too=False,
-                              sample=str(spec))
+                              sample=str(spec.for_kernel(job.kernel())))
         stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
         if stored and stored.estimate.get("method") == METHOD:
             outcomes[job] = SampledOutcome(job, stored, cached=True)
@@ -428,13 +428,14 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             plans[part] = (probe, None, [])
         else:
             try:
-                plan = plan_samples(probe, spec, part.kernel(), part.problem.B)
+                plan = plan_samples(probe, spec.for_kernel(part.kernel()), part.kernel(), part.problem.B)
                 plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
             except UserError as exc:
                 errors[part] = str(exc)
     samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
-    sweep(f"samples ({spec})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    specs = ", ".join(sorted({str(spec.for_kernel(part.kernel())) for part in plans}))
+    sweep(f"samples ({specs})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
     for job in todo:
         done = []
@@ -453,9 +454,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             wall = time.monotonic() - started
             if len(done) == 1:
                 _, probe, runs, plan = done[0]
-                result = estimate_result(job, probe, runs, spec, store.root, wall, plan)
+                result = estimate_result(job, probe, runs, spec.for_kernel(job.kernel()), store.root, wall, plan)
             else:
-                result = estimate_launches(job, done, spec, store.root, wall)
+                result = estimate_launches(job, done, spec.for_kernel(job.kernel()), store.root, wall)
             store.add(result)
             outcomes[job].result = result
     return [outcomes[job] for job in jobs]

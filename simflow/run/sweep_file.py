@@ -153,7 +153,8 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
         from ..sim.sampling import SampleSpec
 
         if data["sample"] is not True and not isinstance(data["sample"], str):
-            raise fail(_line(text, "sample"), f'sample takes "W1,W2,W3" waves or true (1,2,3), got {data["sample"]!r}')
+            raise fail(_line(text, "sample"), 'sample takes "W1,W2,W3" waves or true (each variant\'s own), got '
+                       f'{data["sample"]!r}')
         try:
             sample = str(SampleSpec.parse(None if data["sample"] is True else data["sample"]))
         except UserError as exc:

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..job import Job
-from ..kernels.variants import Kernel
+from ..kernels.variants import Kernel, Variant
 from ..results.folders import keep_result, new_run_folder, write_json, write_text
 from ..results.metrics import CHECK_BETTER
 from ..results.record import RunResult
@@ -75,7 +75,6 @@ from .config import (
 )
 from .log import MODELLED
 
-DEFAULT_SPEC = "1,2,3"
 METHOD = 12  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
@@ -118,15 +117,23 @@ def _footprint_floor(base: str) -> float:
 
 @dataclass(frozen=True)
 class SampleSpec:
-    """How much to simulate: three sample batches of about `waves` waves each, on 1/`scale` of the GPU (None:
-    chosen for each layer, see choose_scale)."""
+    """How much to simulate: three sample batches of about `waves` waves each (None: the variant's own,
+    Variant.SAMPLE_WAVES, see for_kernel), on 1/`scale` of the GPU (None: chosen for each layer, see
+    choose_scale)."""
 
-    waves: tuple[float, float, float]
+    waves: tuple[float, float, float] | None
     scale: int | None = None
+
+    def for_kernel(self, kernel: Kernel) -> SampleSpec:
+        """The spec with its waves: the ones given, else the kernel's family's (1,2,3 for most)."""
+        if self.waves is not None:
+            return self
+        family = kernel.family or Variant
+        return replace(self, waves=tuple(family.SAMPLE_WAVES))
 
     @classmethod
     def parse(cls, text: str | None) -> SampleSpec:
-        waves_text, scale = DEFAULT_SPEC, None
+        waves_text, scale = "default", None
         for part in (text or "").replace(" ", "").split(";"):
             if part.startswith("scale="):
                 value = part.removeprefix("scale=")
@@ -138,17 +145,20 @@ class SampleSpec:
                     scale = int(value)
             elif part:
                 waves_text = part.removeprefix("waves=")
+        if waves_text == "default":
+            return cls(None, scale)
         try:
             waves = tuple(float(w) for w in waves_text.split(","))
         except ValueError:
             waves = ()
         if len(waves) != 3 or not 0 < waves[0] < waves[1] < waves[2]:
             raise UserError(f"sample spec {text!r}: give three increasing wave counts, e.g. --sample 1,2,3 "
-                            f"(the default) or --sample 2,3,4, and optionally ';scale=K'")
+                            f"or --sample 2,3,4 (the default: each variant's own, 1,2,3 for most), and "
+                            "optionally ';scale=K'")
         return cls(waves, scale)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        text = "waves=" + ",".join(f"{w:g}" for w in self.waves)
+        text = "waves=" + (",".join(f"{w:g}" for w in self.waves) if self.waves else "default")
         return text if self.scale is None else f"{text};scale={self.scale}"
 
 
