@@ -387,7 +387,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
     started = time.monotonic()
     outcomes = {job: SampledOutcome(job) for job in jobs}
-    todo = []
+    todo, spec_of = [], {}  # spec_of: each job's spec, the waves its variant samples by default filled in
     for job in jobs:
         if not backend_class(job.backend).sampling:
             able = [n for n in backend_names() if backend_class(n).sampling]
@@ -398,8 +398,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
         except UserError as exc:
             outcomes[job].error = str(exc)
             continue
+        spec_of[job] = spec.for_kernel(job.kernel())
         cached = store.cached(fingerprint, job.problem, job.backend, job.config_key, failed_too=False,
-                              sample=str(spec.for_kernel(job.kernel())))
+                              sample=str(spec_of[job]))
         stored = store.runs("WHERE id = ?", (cached,))[0] if cached else None
         if stored and stored.estimate.get("method") == METHOD:
             outcomes[job] = SampledOutcome(job, stored, cached=True)
@@ -409,6 +410,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     # a layer's parts: the job itself, or (a variant of several launches that grow) each launch made alone
     parts_of = {job: launch_parts(job) if by_launch(job.kernel()) else [job] for job in todo}
     parts = list(dict.fromkeys(part for job in todo for part in parts_of[job]))
+    spec_of |= {part: spec_of[job] for job in todo for part in parts_of[job]}  # a variant's launches: its waves
     first_of = {part: probe_job(part, store.root) for part in parts}  # a fixed launch's: its whole run
     probes = list(dict.fromkeys(first_of.values()))
     bar = Progress(total=len(probes) + 3 * len(parts), workers=workers or os.cpu_count() or 1, quiet=quiet)
@@ -428,13 +430,13 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             plans[part] = (probe, None, [])
         else:
             try:
-                plan = plan_samples(probe, spec.for_kernel(part.kernel()), part.kernel(), part.problem.B)
+                plan = plan_samples(probe, spec_of[part], part.kernel(), part.problem.B)
                 plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
             except UserError as exc:
                 errors[part] = str(exc)
     samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
-    specs = ", ".join(sorted({str(spec.for_kernel(part.kernel())) for part in plans}))
+    specs = ", ".join(sorted({str(spec_of[part]) for part in plans}))
     sweep(f"samples ({specs})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
     for job in todo:
@@ -454,9 +456,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             wall = time.monotonic() - started
             if len(done) == 1:
                 _, probe, runs, plan = done[0]
-                result = estimate_result(job, probe, runs, spec.for_kernel(job.kernel()), store.root, wall, plan)
+                result = estimate_result(job, probe, runs, spec_of[job], store.root, wall, plan)
             else:
-                result = estimate_launches(job, done, spec.for_kernel(job.kernel()), store.root, wall)
+                result = estimate_launches(job, done, spec_of[job], store.root, wall)
             store.add(result)
             outcomes[job].result = result
     return [outcomes[job] for job in jobs]
