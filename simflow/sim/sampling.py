@@ -153,7 +153,7 @@ class SampleSpec:
             waves = ()
         if len(waves) != 3 or not 0 < waves[0] < waves[1] < waves[2]:
             raise UserError(f"sample spec {text!r}: give three increasing wave counts, e.g. --sample 1,2,3 "
-                            f"or --sample 2,3,4 (the default: each variant's own, 1,2,3 for most), and "
+                            "or --sample 2,3,4 (--sample alone: the variant's own, 1,2,3 for most), and "
                             "optionally ';scale=K'")
         return cls(waves, scale)  # type: ignore[arg-type]
 
