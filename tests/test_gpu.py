@@ -312,6 +312,26 @@ def test_wgmma_nhwc_stream_k_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+WGMMA_TILE_M64_SHAPES = [*NHWC_HALF_SHAPES[:3], STREAM_K_SHAPES[2],  # M < 64 (zero rows), stride 2; M = 200: 4 tiles
+                         Problem(B=4, C=64, M=64, H=17, W=19, K=3, pad=1, name="3x3-m64-hw323")]  # the layer it is for
+WGMMA_TILE_M64_CONFIGS = [{}, {"tile_n": 128}, {"tile_n": 64, "stages": 3}, {"precision": "tf32"},
+                          {"precision": "tf32", "tile_n": 128, "stages": 6}, {"io": "float16"},
+                          {"io": "float16", "tile_n": 128, "split": 2}, {"precision": "tf32", "split": 4},
+                          {"precision": "tf32", "tile_n": 128, "stream_k": True}, {"io": "float16", "stream_k": True}]
+
+
+@pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])
+@pytest.mark.parametrize("params", WGMMA_TILE_M64_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) or "default" for p in WGMMA_TILE_M64_CONFIGS])
+def test_wgmma_nhwc_64_channel_tiles_match_reference(gpu, params, problem):
+    """tile_m=64: both warpgroups on one 64-channel A tile, each on its half of the pixels (its own B descriptor and
+    its own columns in the epilogue); float and half y, split-K and stream-K, M below, at and across 64."""
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, {"tile_m": 64, **params})
+    result = run(gpu, kernel, problem.B, seed=12, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 WGMMA_NCHW_SHAPES = [HALF_IO_SHAPES[1],  # 784 pixels: a 128-pixel tile spans two images
                      Problem(B=3, C=64, M=72, H=14, W=14, K=1, name="1x1-hw196"),  # H*W % 8 == 4: 8-byte half copies
                      Problem(B=1, C=96, M=300, H=8, W=8, K=1, name="1x1-m300-b1")]  # C, M ragged; one tile of pixels

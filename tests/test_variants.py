@@ -494,6 +494,25 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     assert small.launches(1)[-1].dynamic_smem == 3 * 256 * 128 + 1024  # above the epilogue's 8 x 16 x 136 x 2
 
 
+def test_wgmma_nhwc_64_channel_tile_shares_a_and_halves_each_warpgroups_pixels():
+    """tile_m=64: a 64-channel layer fills the tile (tile_m=128 made half of every wgmma zero rows); both warpgroups
+    read the one A tile, each its own tile_n / 2 pixels of B (m64n{tile_n / 2}), and store their own columns."""
+    layer = get_problem("resnet50-3x3-64-64-56")
+    wide, narrow = render("wgmma_nhwc", layer), render("wgmma_nhwc", layer, {"tile_m": 64})
+    assert wide.launches(32)[-1].grid == narrow.launches(32)[-1].grid == (32 * 56 * 56 // 256, 1, 1)
+    assert "m64n256k16" in wide.source and "m64n128k16" in narrow.source
+    assert " %64, %65, p, 1, 1, 0, 0;" in narrow.source  # 64 accumulators, then the two descriptors
+    assert "b_tile = smem_s + A_BYTES + (warp / 4) * WGN * ROW" in narrow.source
+    assert "wm = warp % 4, wn = warp / 4" in narrow.source and "wm = warp, wn = 0" in wide.source
+    assert narrow.launches(32)[-1].dynamic_smem == 4 * (64 + 256) * 128 + 1024
+    deep = render("wgmma_nhwc", layer, {"tile_m": 64, "stages": 5})
+    assert deep.launches(32)[-1].dynamic_smem == 5 * (64 + 256) * 128 + 1024
+    with pytest.raises(LimitError, match="shared memory per block .*stages=6 of 64 \\+ 256 rows"):
+        render("wgmma_nhwc", layer, {"tile_m": 64, "stages": 6})
+    tf32 = render("wgmma_nhwc", get_problem("vgg16-conv5_1"), {"precision": "tf32", "tile_m": 64, "tile_n": 64})
+    assert "m64n32k8.f32.tf32.tf32" in tf32.source and tf32.launches(16)[-1].grid == (49, 8, 1)
+
+
 def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
     """The 7x7 layers have 13 tiles of 128 pixels x 4 of 128 channels for 132 SMs: split-K (blocks over a share of
     the k steps, adding into zeroed y, or into float sums rounded to half y once) or 64-pixel tiles."""

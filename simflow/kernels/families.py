@@ -311,8 +311,12 @@ class WmmaNhwcVariant(WmmaVariant):
         """Channels a pipeline stage holds per row (the kernel's BK)."""
         return params["bk"]
 
+    def block_m(self, params: dict) -> int:
+        """Output channels of a GEMM block tile."""
+        return self.TILE
+
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {"bm": self.TILE, "bn": params["tile_n"], "bk": self.step_k(params),
+        return {"bm": self.block_m(params), "bn": params["tile_n"], "bk": self.step_k(params),
                 "cp": self.padded_channels(problem, params), "w_warps": _weight_copy_warps(problem.K)}
 
     @staticmethod
@@ -330,7 +334,7 @@ class WmmaNhwcVariant(WmmaVariant):
                 "wh": math.ceil(p.M * cp * p.K * p.K * size / 4)}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
-        p, tile, tile_n = kernel.problem, self.TILE, kernel.params["tile_n"]
+        p, tile, tile_n = kernel.problem, self.block_m(kernel.params), kernel.params["tile_n"]
         columns = _columns(p, batch)
         cp = self.padded_channels(p, kernel.params)
         name = f"conv2d_{self.name}"
@@ -346,7 +350,7 @@ class WmmaNhwcVariant(WmmaVariant):
         """The GEMM's dynamic shared memory: `stages` tiles of both operands, rows skewed by 16 bytes."""
         p = kernel.params
         ld = self.step_k(p) + 16 // self.element_bytes(kernel)
-        return p["stages"] * (self.TILE + p["tile_n"]) * ld * self.element_bytes(kernel)
+        return p["stages"] * (self.block_m(p) + p["tile_n"]) * ld * self.element_bytes(kernel)
 
 
 @dataclass(frozen=True)
@@ -398,7 +402,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
         """The GEMM's dynamic shared memory: its pipeline's stages, or the half-y epilogue's tiles if more."""
         smem = WmmaNhwcVariant.gemm_smem(self, kernel)
         if kernel.params["io"] == "float16":
-            smem = max(smem, _half_epilogue_smem(self.TILE, kernel.params["tile_n"]))
+            smem = max(smem, _half_epilogue_smem(self.block_m(kernel.params), kernel.params["tile_n"]))
         return smem
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
@@ -431,13 +435,16 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         need = self.pipeline_bytes(params)
         if need > self.SMEM_LIMIT:
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
-                             f"128 + {params['tile_n']} rows of 128 bytes", f"{self.SMEM_LIMIT:,} bytes",
+                             f"{params['tile_m']} + {params['tile_n']} rows of 128 bytes", f"{self.SMEM_LIMIT:,} bytes",
                              "use fewer stages or tile_n=128")
+
+    def block_m(self, params: dict) -> int:
+        return params["tile_m"]
 
     @classmethod
     def pipeline_bytes(cls, params: dict) -> int:
         """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
-        return params["stages"] * (cls.TILE + params["tile_n"]) * cls.ROW + 1024
+        return params["stages"] * (params["tile_m"] + params["tile_n"]) * cls.ROW + 1024
 
     def arch(self, params: dict) -> str:
         return "sm_90a"

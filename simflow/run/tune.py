@@ -97,7 +97,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nchw", {"precision": "tf32", "split": 4, "tile_m": 256}),
              # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})],
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True}),
+             # 64-channel tiles: the 64->64 3x3 layers computed zero rows in half of every wgmma (3x3 64->64 at 56
+             # 80.4 -> 70.9 us, VGG conv1_2 0.548 -> 0.478 ms; H100, 2026-11-27, PERFORMANCE.md session 28)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "stages": 5})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -111,6 +114,11 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6}),  # Hopper's wgmma: added 2026-11-24
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 64}),  # the 7x7 and 14x14 layers: 2026-11-26
+                # 64-channel tiles (two blocks an SM at these stages): 3x3 64->64 at 56 49.6 -> 41.9 us, VGG conv1_2
+                # 0.346 -> 0.280 ms; 3x3 512->512 at 7 46.0 -> 44.0 us, at 14 stride 2 51.1 -> 48.8 (H100, 2026-11-27,
+                # PERFORMANCE.md session 28)
+                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 3}),
+                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
