@@ -31,6 +31,7 @@ LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 la
     ("3x3 384->384 at 7, batch 64", "64,384,384,7,7,3,1,1", ("tf32", "float16")),  # fewer tiles than SMs
     ("1x1/2 384->768 at 28", "32,384,768,28,28,1,0,2", ("tf32", "float16")),  # a strided projection
     ("1x1 1536->384 at 7, batch 64", "64,1536,384,7,7,1,0,1", ("tf32", "float16")),  # few pixels, long k
+    ("3x3 64->64 at 112, batch 8", "8,64,64,112,112,3,1,1", ("tf32", "float16")),  # 64 output channels: tile_m=64
 ]
 
 
