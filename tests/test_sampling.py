@@ -17,7 +17,6 @@ from simflow.analysis.explain import as_dict, explain
 from simflow.errors import UserError
 from simflow.job import Job
 from simflow.kernels.problems import Problem
-from simflow.kernels.variant_types import WARM_CTAS, WARM_KERNEL
 from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
@@ -721,19 +720,10 @@ def test_a_variant_of_several_growing_launches_is_sampled_one_launch_at_a_time(t
     assert by_launch(job.kernel()) and by_ctas(job.kernel()) is None
     parts = launch_parts(job)
     assert [p.launch for p in parts] == job.kernel().kernel_names
-    # the GEMM and the permute first warm the L2 with the buffer the launch before wrote (col, gemm): fixed launches
-    # of WARM_CTAS blocks, run whole in each sample, which stops inside the part's own launch
-    assert [[launch.args for launch in p.kernel().launches(10000)[:-1]] for p in parts] == [[], [("col",)], [("gemm",)]]
     for part in parts:
-        made = part.kernel().launches(10000)
-        assert made[-1].kernel == part.launch and {launch.kernel for launch in made[:-1]} <= {WARM_KERNEL}
-        assert all(launch.grid == (WARM_CTAS, 1, 1) for launch in made[:-1])
-        assert not fixed(part) and "only" in part.describe() and by_ctas(part.kernel()) == part.launch
-        warm = len(made) - 1
-        one = at_batch(part, 1)
-        most = WARM_CTAS if warm else 0  # a probe stops after more CTAs than any launch before makes
-        whole = math.prod(one.kernel().launches(1)[-1].grid) <= most + 1  # the GEMM: 7 CTAs an image
-        assert probe_job(part, tmp_path) == (one if whole else first_ctas_job(one, most + 1, tmp_path, warm * most))
+        assert [launch.kernel for launch in part.kernel().launches(10000)] == [part.launch]
+        assert not fixed(part) and "only" in part.describe()
+        assert probe_job(part, tmp_path) == first_ctas_job(at_batch(part, 1), 1, tmp_path)
     assert len({job.kernel().fingerprint(), *(p.kernel().fingerprint() for p in parts)}) == 4  # four runs, four keys
     with pytest.raises(UserError, match="launches no kernel 'conv2d_nope'; it launches conv2d_im2col_gemm_im2col"):
         dataclasses.replace(job, launch="conv2d_nope").kernel()
@@ -779,12 +769,8 @@ def test_an_estimate_made_one_launch_at_a_time_sums_its_launches_and_their_bound
         faked[part.launch] = plan
         own = {"gpu_sim_cycle": Estimate(cycles, bound), "gpu_sim_insn": Estimate(10 * cycles, 0.0),
                "gpu_occupancy": Estimate(40.0 if part.launch.endswith("xfft") else 80.0, 4.0),
-               "L1D_total_cache_misses": Estimate(cycles / 10, cycles / 100)}
-        if len(part.kernel().kernel_names) > 1:  # cgemm's program first warms the L2 (xf, wf): its run holds both
-            own = {**{f"{part.launch}.{n}": e for n, e in own.items()},
-                   **{f"{WARM_KERNEL}.{n}": Estimate(77.0, 0.0) for n in own},
-                   **{n: Estimate(e.value + 77.0, e.bound) for n, e in own.items()}}
-        own.update({"sim_wall_s": Estimate(6.0, 0.0), "simulated_sms": Estimate(80, 0.0)})
+               "L1D_total_cache_misses": Estimate(cycles / 10, cycles / 100), "sim_wall_s": Estimate(6.0, 0.0),
+               "simulated_sms": Estimate(80, 0.0)}
         facts = {"batches": [1, 2, 3], "ctas": [20, 40, 60], "wave_images": 0.4, "scale": 4, "sample_config": "c",
                  "steady_cycles_per_insn": {}, "fraction": 0.01, "probe": probe.run_id,
                  "runs": [s.run_id for s in samples]}
@@ -799,7 +785,7 @@ def test_an_estimate_made_one_launch_at_a_time_sums_its_launches_and_their_bound
         done.append((parts[name], probe, [_launch_run(f"{name}-{i}", 1, 1, 1) for i in range(3)], plan))
     est = estimate_launches(job, done, SampleSpec.parse("1,2,3"), tmp_path, wall_s=9.0)
     assert est.metrics["conv2d_fft_wfft.gpu_sim_cycle"] == 500 and est.bound("conv2d_fft_wfft.gpu_sim_cycle") == 0
-    assert est.metrics["conv2d_fft_cgemm.gpu_sim_cycle"] == 3000 and not any(WARM_KERNEL in n for n in est.metrics)
+    assert est.metrics["conv2d_fft_cgemm.gpu_sim_cycle"] == 3000
     assert est.metrics["gpu_sim_cycle"] == 4500 and est.bound("gpu_sim_cycle") == pytest.approx(400)
     assert est.metrics["gpu_sim_insn"] == 45000 and est.bound("gpu_sim_insn") == 0
     assert est.metrics["gpu_occupancy"] == pytest.approx((50 * 500 + 40 * 1000 + 80 * 3000) / 4500)

@@ -40,16 +40,7 @@ from ..sim import container
 from ..sim import probe as simulator_probe
 from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
 from ..sim.catalogue import SUMMARY, aggregate, stat_of
-from ..sim.config import (
-    DEFAULT_CONFIG,
-    SimConfig,
-    config_key,
-    cta_limit,
-    l2_bytes,
-    load_config,
-    parse_options,
-    write_run_config,
-)
+from ..sim.config import DEFAULT_CONFIG, SimConfig, config_key, cta_limit, load_config, parse_options, write_run_config
 from ..sim.log import SimLog, parse_file
 from ..sim.simulator import SIMULATOR_HELP, environment, find_simulator, missing_libraries
 from ..sim.standalone import SIM_BUILD_OPTIONS, build_program, cuda11_toolkit, render_program
@@ -98,8 +89,6 @@ def execute(folder: Path) -> dict:
         facts.update(config=written.name, config_base=written.base, config_hash=written.hash,
                      config_options_new_to_base=list(written.added), instrumentation=written.instrumentation)
         env = environment(sim, cuda_install_path(toolkit))
-        # what a launch made alone first fills of the L2 (standalone.cu.j2's warm kernel): this config's L2
-        env["SIMFLOW_L2_BYTES"] = str(l2_bytes(dict(parse_options((folder / "gpgpusim.config").read_text()))))
     except UserError as exc:
         facts.update(finished=utc_timestamp(), setup_error=str(exc))
         write_json(folder / "execution.json", facts)

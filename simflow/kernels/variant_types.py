@@ -91,24 +91,6 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
 
-# The standalone program's own kernel (standalone.cu.j2) that a launch made alone runs first, once per buffer an
-# earlier launch wrote: it writes the last of the buffer, as much as the simulated L2 holds (SIMFLOW_L2_BYTES, set
-# from the run's config), over WARM_CTAS blocks: fewer than any sample stops after (sampling.plan_samples).
-WARM_KERNEL = "simflow_warm_l2"
-WARM_CTAS = 8
-
-
-def written_before(launches: list[Launch], at: int) -> list[str]:
-    """The buffers launch `at` takes that an earlier launch took first (so wrote: x and w come from the host, and a
-    workspace is written before it is read), in the order the earlier launches last took them."""
-    last: dict[str, int] = {}
-    for i, launch in enumerate(launches[:at]):
-        for name in launch.args:
-            last[name] = i
-    taken = [name for name in dict.fromkeys(launches[at].args) if name in last and name not in ("x", "w", "batch")]
-    return sorted(taken, key=lambda name: last[name])
-
-
 @dataclass(frozen=True)
 class Kernel:
     """A rendered variant for one layer geometry; the batch size is chosen at launch."""
@@ -145,19 +127,8 @@ class Kernel:
         return self.tolerance or TOLERANCE[self.precision]
 
     def launches(self, batch: int) -> list[Launch]:
-        """The launches a program makes on `batch` images. With `only`, that kernel's launch alone, after a launch of
-        the program's own WARM_KERNEL for each buffer it takes that an earlier launch of the layer wrote: in the
-        whole run those launches leave the L2 holding (dirty) the last of what they wrote, which this launch then
-        reads, or writes back to make room (im2col_gemm's permute at fmnist-conv1's geometry read 41 % short
-        without it). The warm launches are fixed (WARM_CTAS at any batch), so a sample runs them whole and stops
-        inside this launch (sampling.by_ctas), whose own stats are the part's."""
         launches = self.family.launches(self, batch)
-        if not self.only:
-            return launches
-        names = [launch.kernel for launch in launches]
-        warm = [Launch(kernel=WARM_KERNEL, grid=(WARM_CTAS, 1, 1), block=(256, 1, 1), args=(name,))
-                for name in written_before(launches, names.index(self.only))]
-        return [*warm, *(launch for launch in launches if launch.kernel == self.only)]
+        return [launch for launch in launches if launch.kernel == self.only] if self.only else launches
 
     def fingerprint(self, options: tuple[str, ...] = ()) -> str:
         digest = hashlib.sha256(self.source.encode())

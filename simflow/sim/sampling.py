@@ -701,17 +701,6 @@ def fixed(part: Job) -> bool:
     return one == many
 
 
-def _launch_own(part: Job, metrics: dict[str, Estimate]) -> dict[str, Estimate]:
-    """A launch part's metrics as if its program made that launch only: where the program first ran warm launches
-    (Kernel.launches: the L2 as the layer's earlier launches leave it), the part kernel's own stats stand for the
-    run's, beside what the runs cost and the simulated GPU's facts."""
-    if part.kernel().kernel_names == [part.launch]:
-        return metrics
-    prefix = f"{part.launch}."
-    kept = {name: e for name, e in metrics.items() if name in _COST or name in _MODELLED}
-    return {**kept, **{name.removeprefix(prefix): e for name, e in metrics.items() if name.startswith(prefix)}}
-
-
 def estimate_launches(job: Job, parts: list[tuple[Job, RunResult, list[RunResult], Plan | None]], spec: SampleSpec,
                       results: Path, wall_s: float = 0.0) -> RunResult:
     """The record of a layer sampled one launch at a time: each launch's metrics estimated from its own samples (a
@@ -726,9 +715,8 @@ def estimate_launches(job: Job, parts: list[tuple[Job, RunResult, list[RunResult
                      "fraction": 0.0}
         else:
             own, facts = _estimates(part, probe, samples, plan)
-        own = _launch_own(part, own)
-        if plan is not None and (main is None or own["gpu_sim_cycle"].value > main[0]):
-            main = (own["gpu_sim_cycle"].value, probe, samples, facts)
+            if main is None or own["gpu_sim_cycle"].value > main[0]:
+                main = (own["gpu_sim_cycle"].value, probe, samples, facts)
         for name, e in own.items():
             if name in _COST:  # what the launch's runs cost: the layer's is their sum
                 estimates[name] = Estimate(estimates.get(name, Estimate(0.0, 0.0)).value + e.value, 0.0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..kernels.toolkits import CUDA11_HELP, Toolkit, find_toolkits
-from ..kernels.variant_types import WARM_KERNEL, Kernel, template_environment
+from ..kernels.variant_types import Kernel, template_environment
 from ..resources import cache_dir
 
 SIM_BUILD_OPTIONS = ("-O3", "--cudart", "shared", "-gencode", "arch=compute_70,code=compute_70")
@@ -33,15 +33,12 @@ class Program:
 
 
 def render_program(kernel: Kernel, batch: int) -> Program:
-    launches = kernel.launches(batch)
     source = template_environment().get_template("standalone.cu.j2").render(
         variant=kernel.variant,
         batch=batch,
         fingerprint=kernel.fingerprint(),
         kernel_source=kernel.source.rstrip("\n"),
-        launches=launches,
-        warm=any(launch.kernel == WARM_KERNEL for launch in launches),
-        warm_kernel=WARM_KERNEL,
+        launches=kernel.launches(batch),
         constant_symbols=list(kernel.constant_symbols),
         workspace=kernel.workspace(batch),
         pool=kernel.output == "conv_relu_pool",
