@@ -417,7 +417,8 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 @dataclass(frozen=True)
 class WgmmaNhwcVariant(MmaNhwcVariant):
     """Hopper's warpgroup MMA (wgmma, sm_90a) on mma_nhwc's channel-last half copies: a block of two warpgroups
-    multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions that read both operands from shared memory,
+    multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions (tile_m=64: both on the same 64 channels, tile_n
+    / 2 pixels each, so a 64-channel layer multiplies no zero rows) that read both operands from shared memory,
     which the cp.async pipeline fills in wgmma's 128-byte swizzled layout (no ldmatrix, no register traffic for the
     operands). fp16 or TF32 inputs, float accumulation; a k step is one 128-byte row of one tap's channels (64 half,
     32 TF32). mma.sync peaks at about 640 fp16 TFLOP/s on an H200 and wgmma (cuBLAS) at 780-810: cuDNN's fp16
