@@ -435,17 +435,16 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
                              "split=1", "use stream_k with split=1, or split-K without stream_k")
         need = self.pipeline_bytes(params)
         if need > self.SMEM_LIMIT:
-            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
-                             f"{params['tile_m']} + {params['tile_n']} rows of 128 bytes", f"{self.SMEM_LIMIT:,} bytes",
-                             "use fewer stages or tile_n=128")
+            tiles = f"stages={params['stages']} of {self.block_m(params)} + {params['tile_n']} rows of 128 bytes"
+            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for {tiles}",
+                             f"{self.SMEM_LIMIT:,} bytes", "use fewer stages or tile_n=128")
 
     def block_m(self, params: dict) -> int:
         return params["tile_m"]
 
-    @classmethod
-    def pipeline_bytes(cls, params: dict) -> int:
+    def pipeline_bytes(self, params: dict) -> int:
         """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
-        return params["stages"] * (params["tile_m"] + params["tile_n"]) * cls.ROW + 1024
+        return params["stages"] * (self.block_m(params) + params["tile_n"]) * self.ROW + 1024
 
     def arch(self, params: dict) -> str:
         return "sm_90a"
