@@ -332,6 +332,26 @@ def test_wgmma_nhwc_64_channel_tiles_match_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+WGMMA_PERSISTENT_CONFIGS = [{"io": "float16", "persistent": True, "tile_n": 64},
+                            {"io": "float16", "persistent": True, "tile_n": 128, "stages": 3},
+                            {"io": "float16", "persistent": True, "tile_m": 64, "tile_n": 128, "stages": 3},
+                            {"precision": "tf32", "persistent": True, "tile_n": 128},
+                            {"persistent": True, "tile_m": 64, "stages": 5}]
+
+
+@pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])
+@pytest.mark.parametrize("params", WGMMA_PERSISTENT_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in WGMMA_PERSISTENT_CONFIGS])
+def test_wgmma_nhwc_persistent_matches_reference(gpu, params, problem):
+    """persistent: capped grids whose blocks take several tiles (or one, or none), the pipeline running on from
+    one tile into the next; half y through its own output tile, float y from registers; M below 64, stride 2."""
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, params)
+    assert kernel.launches(problem.B)[-1].persistent == 1
+    result = run(gpu, kernel, problem.B, seed=13, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 WGMMA_NCHW_SHAPES = [HALF_IO_SHAPES[1],  # 784 pixels: a 128-pixel tile spans two images
                      Problem(B=3, C=64, M=72, H=14, W=14, K=1, name="1x1-hw196"),  # H*W % 8 == 4: 8-byte half copies
                      Problem(B=1, C=96, M=300, H=8, W=8, K=1, name="1x1-m300-b1")]  # C, M ragged; one tile of pixels

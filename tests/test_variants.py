@@ -555,6 +555,36 @@ def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid()
         render("wgmma_nhwc", layer, {"precision": "tf32", "split": 2, "stream_k": True})
 
 
+def test_persistent_wgmma_nhwc_runs_its_k_steps_on_across_tiles():
+    """persistent: one launch over the tiles, marked so the launcher caps it at what the GPU holds; a block aims its
+    copies at each tile as their first step is issued, so the next tile's copies fly while a tile's sums go out:
+    through a half tile of their own past the stages (half y), or straight from registers (float y). Split-K and
+    stream-K with it are refused by name."""
+    layer = get_problem("resnet50-1x1-512-1024-28-s2")  # 49 x 8 tiles of 128 x 128, 8 k steps of 64 half channels
+    half = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 128, "stages": 3, "persistent": True})
+    plain = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 128, "stages": 3})
+    gemm = half.launches(32)[-1]
+    assert gemm.grid == (49 * 8, 1, 1) and gemm.persistent == 1 and plain.launches(32)[-1].grid == (49, 8, 1)
+    assert gemm.dynamic_smem == 3 * (128 + 128) * 128 + 1024 + 8 * 16 * (128 + 8) * 2
+    assert plain.launches(32)[-1].dynamic_smem == 3 * (128 + 128) * 128 + 1024  # the output tile reuses the stages
+    assert "if (at / KSTEPS != aimed) aim(at / KSTEPS);" in half.source
+    assert "reinterpret_cast<half*>(smem + STAGES * STAGE_BYTES)" in half.source
+    assert "reinterpret_cast<half*>(smem) + warp" in plain.source and "aimed" not in plain.source
+    assert "SPLIT" not in half.source and "atomicAdd" not in half.source
+    narrow = render("wgmma_nhwc", layer, {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 3,
+                                          "persistent": True})
+    assert narrow.launches(32)[-1].dynamic_smem == 3 * (64 + 128) * 128 + 1024 + 8 * 16 * (64 + 8) * 2
+    tf32 = render("wgmma_nhwc", get_problem("resnet50-3x3-512-512-7"), {"precision": "tf32", "persistent": True})
+    assert tf32.launches(32)[-1].dynamic_smem == 4 * (128 + 256) * 128 + 1024  # float y: no output tile
+    assert "out[(size_t)m * HW] = acc[i][j][2 * h];" in tf32.source  # HW = 49: a column a store
+    with pytest.raises(LimitError, match="persistent .*needs split=2, stream_k=False"):
+        render("wgmma_nhwc", layer, {"persistent": True, "split": 2})
+    with pytest.raises(LimitError, match="persistent .*stream_k=True"):
+        render("wgmma_nhwc", layer, {"persistent": True, "stream_k": True})
+    with pytest.raises(LimitError, match="shared memory per block .*output tile \\(persistent, half y\\)"):
+        render("wgmma_nhwc", layer, {"io": "float16", "stages": 4, "persistent": True})
+
+
 def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
     """persistent: the launch counts tiles and is marked so the launcher caps it at what the GPU holds; the output
     tile gets shared memory of its own (the next tile's copies fill the stages meanwhile). Where a channel tile's

@@ -433,9 +433,15 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         if params["stream_k"] and params["split"] > 1:
             raise LimitError(f"{self.name} stream_k (it shares out the k steps itself)", f"split={params['split']}",
                              "split=1", "use stream_k with split=1, or split-K without stream_k")
-        need = self.pipeline_bytes(params)
+        if params["persistent"] and (params["stream_k"] or params["split"] > 1):
+            raise LimitError(f"{self.name} persistent (a block takes whole tiles in turn)",
+                             f"split={params['split']}, stream_k={params['stream_k']}", "split=1, stream_k=false",
+                             "use persistent alone, or split-K or stream-K without it")
+        need = self.pipeline_bytes(params) + self.out_tile_bytes(params)
         if need > self.SMEM_LIMIT:
             tiles = f"stages={params['stages']} of {self.block_m(params)} + {params['tile_n']} rows of 128 bytes"
+            if self.out_tile_bytes(params):
+                tiles += f" and a {self.out_tile_bytes(params):,}-byte output tile (persistent, half y)"
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for {tiles}",
                              f"{self.SMEM_LIMIT:,} bytes", "use fewer stages or tile_n=128")
 
@@ -445,6 +451,13 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
     def pipeline_bytes(self, params: dict) -> int:
         """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
         return params["stages"] * (self.block_m(params) + params["tile_n"]) * self.ROW + 1024
+
+    def out_tile_bytes(self, params: dict) -> int:
+        """Shared memory of its own past the stages for the half-y epilogue of a persistent block, whose next tile's
+        copies are in flight while a tile's sums go out: 8 warps' 16 x (pixels a warpgroup + 8) half tiles."""
+        if not (params["persistent"] and params["io"] == "float16"):
+            return 0
+        return 8 * 16 * (params["tile_n"] * self.block_m(params) // 128 + 8) * 2
 
     def arch(self, params: dict) -> str:
         return "sm_90a"
@@ -466,21 +479,27 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         return {**super().extra_context(problem, params), "kslice": 16 if params["precision"] == "fp16" else 8}
 
     def gemm_smem(self, kernel: Kernel) -> int:
+        if kernel.params["persistent"]:
+            return self.pipeline_bytes(kernel.params) + self.out_tile_bytes(kernel.params)
         smem = self.pipeline_bytes(kernel.params)
         if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
             smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
         return smem
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
-        """Stream-K: a persistent GEMM over every tile's k steps, at most one a block (the GPU backend starts as many
-        blocks as fit at once); its pieces add into y zeroed first, as split-K's do."""
+        """Stream-K: a persistent GEMM over every tile's k steps, at most one a block; persistent: one over the tiles
+        (the GPU backend starts as many blocks as fit at once). Stream-K's pieces add into y zeroed first, as split-K's
+        do."""
         launches = super().launches(kernel, batch)
-        if not kernel.params["stream_k"]:
-            return launches
         p, params = kernel.problem, kernel.params
-        ksteps = self.padded_channels(p, params) // self.step_k(params) * p.K * p.K
+        if params["stream_k"]:
+            per_tile = self.padded_channels(p, params) // self.step_k(params) * p.K * p.K
+        elif params["persistent"]:
+            per_tile = 1
+        else:
+            return launches
         name = f"conv2d_{self.name}"
-        return [dataclasses.replace(launch, grid=(launch.grid[0] * launch.grid[1] * ksteps, 1, 1), persistent=1)
+        return [dataclasses.replace(launch, grid=(launch.grid[0] * launch.grid[1] * per_tile, 1, 1), persistent=1)
                 if launch.kernel == name else launch for launch in launches]
 
 
