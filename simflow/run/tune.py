@@ -100,7 +100,15 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True}),
              # 64-channel tiles: the 64->64 3x3 layers computed zero rows in half of every wgmma (3x3 64->64 at 56
              # 80.4 -> 70.9 us, VGG conv1_2 0.548 -> 0.478 ms; H100, 2026-11-27, PERFORMANCE.md session 28)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "stages": 5})],
+             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "stages": 5}),
+             # persistent blocks, the k steps running on from tile to tile (3x3 256->256 at 14 50.9 -> 47.2 us, 1x1
+             # 512->1024 at 28 stride 2 65.4 -> 60.4, 3x3 64->64 at 56 72.9 -> 69.2, 3x3 512->512 at 7 77.0 -> 69.6;
+             # H100, 2026-11-27, PERFORMANCE.md session 29)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "persistent": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "persistent": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "persistent": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "persistent": True})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -119,6 +127,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # PERFORMANCE.md session 28)
                 ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 3}),
                 ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128}),
+                # persistent blocks (1x1 512->1024 at 28 stride 2 36.4 -> 34.9 us, 3x3 256->256 at 14 31.5 -> 29.5, 3x3
+                # 512->512 at 7 44.2 -> 40.1; H100, 2026-11-27, PERFORMANCE.md session 29)
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "persistent": True}),
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True}),
+                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
+                ("wgmma_nhwc", {"io": "float16", "stages": 3, "persistent": True}),  # 256 pixels: 3 stages fit
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
