@@ -11,7 +11,9 @@ longer of its FLOPs at its unit's ceiling (fp32 FMA, TF32 or fp16 tensor cores) 
 of it simflow's and cuDNN's times reach. The configurations are fixed (each won a layer); --tuned adds
 what 'simflow tune' found best for each layer.
 
-    python benchmarks/suite.py [--suite resnet50] [--layers N] [--repeats 20] [--csv FILE]
+    python benchmarks/suite.py [--suite resnet50] [--layers N | --only NAME,...] [--repeats 20] [--csv FILE]
+
+The CSVs are written again after each layer, so a run stopped part way (a time limit) keeps the layers it measured.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="resnet50")
     parser.add_argument("--layers", type=int, help="only the first N layers")
+    parser.add_argument("--only", help="only these layers of the suite (names, comma-separated)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", help="write the per-layer table here")
     parser.add_argument("--precisions", default=",".join(CONFIGS), help="which of float32,tf32,float16")
@@ -79,6 +82,13 @@ def main() -> int:
                                                             "(RESULTS/tuned.json), per precision")
     args = parser.parse_args()
     layers = suite(args.suite)[: args.layers]
+    if args.only:
+        names = args.only.split(",")
+        unknown = sorted(set(names) - {problem.name for problem in layers})
+        if unknown:
+            parser.error(f"not layers of {args.suite}: {', '.join(unknown)}; its layers: "
+                         f"{', '.join(problem.name for problem in layers)}")
+        layers = [problem for problem in layers if problem.name in names]
     gpu = GpuBackend()
     ceilings = unit_ceilings(gpu)
     started = time.monotonic()
@@ -127,6 +137,7 @@ def main() -> int:
             row[f"{precision} cuDNN % floor"] = round(100 * at / cudnn, 1) if cudnn else math.nan
         rows.append(row)
         print(" | ".join(f"{k}={v}" for k, v in row.items() if k not in ("refused",)), flush=True)
+        _write_csvs(args, rows, every)
     print(f"\n{args.suite}: {len(rows)} layers in {time.monotonic() - started:.0f} s on {gpu.limits.name}")
     print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s  "
           "median % of floor: simflow, cuDNN")
@@ -145,18 +156,22 @@ def main() -> int:
               f"{max(t for _, _, t in ratios):.1f}  {shares[0]:.1f} %, {shares[1]:.1f} %")
     failed = [f for r in rows for f in r.get("failed", [])]
     print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
-    if args.csv:
-        with open(args.csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=[k for k in rows[0] if k not in ("refused", "failed")],
-                                    extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-    if args.every_csv:
-        with open(args.every_csv, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=["layer", "precision", "config", "ms"])
-            writer.writeheader()
-            writer.writerows(every)
     return 1 if failed else 0
+
+
+def _write_csvs(args, rows: list[dict], every: list[dict]) -> None:
+    """The per-layer table (--csv) and every configuration's time (--every-csv) so far, each replaced whole (a
+    temporary file renamed over it: a run stopped while writing leaves the last complete one)."""
+    for path, fields, records in ((args.csv, [k for k in rows[0] if k not in ("refused", "failed")], rows),
+                                  (args.every_csv, ["layer", "precision", "config", "ms"], every)):
+        if not path:
+            continue
+        partial = f"{path}.part"
+        with open(partial, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(records)
+        os.replace(partial, path)
 
 
 if __name__ == "__main__":
