@@ -67,9 +67,10 @@ CASES = {
     # the same after a launch that copies w: the copy runs whole in each sample, the GEMM is sampled by its CTAs
     "implicit_gemm_async-1x1-wide": ("implicit_gemm_async", {}, dict(C=1, M=4, H=80, W=80, K=1), (5,)),
     # several launches that grow with the batch, each sampled alone by its first CTAs (sampling.launch_parts)
-    # (50 GEMM waves, 80 images: its im2col launch, 25 CTAs an image and 8 an SM, needs more than 1920 CTAs for
-    # three waves of a quarter of the GPU; at 20 waves, 32 images, the samples are refused)
-    "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (50,)),
+    # (75 GEMM waves, 120 images: its permute, 100 CTAs an image of 2 KB each, moves 24 MB, more than the 6 MB L2, so
+    # its samples grow until the smallest moves the 20-SM cut's 1.5 MB: 768, 1536, 2304 CTAs, which 80 images (8000
+    # CTAs, 2000 a quarter) cannot hold; at 20 waves, 32 images, the im2col launch's samples are refused)
+    "im2col_gemm-1x1-wide": ("im2col_gemm", {}, dict(C=1, M=4, H=80, W=80, K=1), (75,)),
     # fft checks a 1x1 filter to a bound its transforms' rounding passes (the check scales with sum|x*w|): 7x7 here.
     # 13 waves (520 images): a launch of one CTA an image needs more than the 480 CTAs of three sampled waves (at 5
     # waves, 200 images, the samples are refused); its whole run takes about 2.5 hours on a 2-core machine

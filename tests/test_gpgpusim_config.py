@@ -9,6 +9,7 @@ from simflow.sim.config import (
     INSTRUMENTATION,
     config_names,
     instrument,
+    l2_bytes,
     load_config,
     merge,
     parse_options,
@@ -83,6 +84,22 @@ def test_written_config_reads_back_to_the_same_options(tmp_path):
     again = write_run_config(parse_overlay('base = "TOY"\n[options]\ngpgpu_n_clusters = 16\n', "toy16"),
                              other, root)
     assert again.hash != written.hash
+
+
+def test_l2_bytes_is_a_sub_partitions_slice_times_the_sub_partitions(tmp_path):
+    """SM7_QV100's L2: 32 sets x 128-byte lines x 24 ways a sub-partition, 32 channels of 2: 6 MB (the V100's); the
+    older form without the sector letter, a cut GPU's fewer channels, and a config that names no L2."""
+    volta = {"gpgpu_cache:dl2": "S:32:128:24,L:B:m:L:P,A:192:4,32:0,32", "gpgpu_n_mem": "32",
+             "gpgpu_n_sub_partition_per_mchannel": "2"}
+    assert l2_bytes(volta) == 6 * 1024 * 1024
+    assert l2_bytes({**volta, "gpgpu_n_mem": "8"}) == 1536 * 1024
+    assert l2_bytes({"gpgpu_cache:dl2": "64:128:8,L:B:m:W:L,A:32:4,4", "gpgpu_n_mem": "6"}) == 6 * 64 * 128 * 8
+    assert l2_bytes(dict(parse_options(BASE))) == 0
+    written = tmp_path / "run"
+    written.mkdir()
+    write_run_config(parse_overlay('base = "TOY"\n[options]\n"gpgpu_cache:dl2" = "S:4:128:8,L:B:m:L:P"\n', "toy"),
+                     written, fake_simulator(tmp_path))  # what the sampler reads it from: the written config
+    assert l2_bytes(dict(parse_options((written / "gpgpusim.config").read_text()))) == 4 * 128 * 8 * 4
 
 
 def test_unknown_base_lists_what_the_simulator_has(tmp_path):

@@ -746,6 +746,35 @@ def test_a_sample_of_a_launch_whose_grid_grows_along_x_launches_enough_images_to
     assert plan.batches == [7, 13, 20]
 
 
+def test_a_streaming_launch_made_alone_samples_until_it_outgrows_the_cut_l2_as_the_real_launch_outgrows_the_l2(
+        tmp_path):
+    """im2col_gemm's permute at fmnist-conv1's geometry, 1x1: 100 CTAs an image of 2 KB each (64 L2 sectors, 7.8
+    accesses per 1000 instructions). Its real launch moves more than SM7_QV100's 6 MB of L2, so its samples on 20 SMs
+    grow from 160, 320, 480 CTAs until the smallest moves the cut GPU's 1.5 MB; where the real launch fits the L2,
+    where the launch computes (the GEMM, 1.3 accesses per 1000), or where the probe says nothing, they do not grow; a
+    batch too small for the larger samples is refused, saying why."""
+    job = Job.make("im2col_gemm", {}, Problem(B=10000, C=1, M=4, H=80, W=80, K=1, name="wide"), "gpgpusim",
+                   config="SM7_QV100")
+    permute = launch_parts(job)[2].kernel()
+    volta_l2 = {"gpgpu_cache:dl2": "S:32:128:24,L:B:m:L:P,A:192:4,32:0,32"}
+    probe = _probe_with_config(tmp_path, {**QV100, **volta_l2, "gpgpu_max_cta": "1", "gpgpu_max_completed_cta": "1"})
+    probe.kernels, probe.status = [permute.only], "stopped_at_limit"
+    probe.metrics = {"simulated_sms": 80, "cta_per_core": 8, "gpu_sim_cycle": 5685.0, "gpu_tot_issued_cta": 1,
+                     "gpu_sim_insn": 8192.0, "L2_total_cache_accesses": 64.0}
+    plan = plan_samples(probe, SampleSpec.parse("1,2,3"), permute, 10000)
+    assert plan.scale == 4 and plan.ctas == [768, 1536, 2304]  # 768 x 2 KB = 1.5 MB
+    assert plan.batches == [8, 16, 24]
+    assert plan_samples(probe, SampleSpec.parse("1,2,3"), permute, 24).ctas == [160, 320, 480]  # 4.9 MB: it fits
+    with pytest.raises(UserError, match=r"batch 80 .*\(768, 1536, 2304 CTAs on 1/4 of the GPU for waves=1,2,3, 4.8 "
+                                        r"times the spec's waves .* outgrows the L2, of 8000\): simulate it whole"):
+        plan_samples(probe, SampleSpec.parse("1,2,3"), permute, 80)
+    probe.metrics["gpu_sim_insn"] = 64 * 1000 / 1.3  # as few accesses as the GEMM makes: it computes
+    assert plan_samples(probe, SampleSpec.parse("1,2,3"), permute, 10000).ctas == [80, 160, 240]  # on 10 SMs
+    probe.metrics["gpu_sim_insn"] = 8192.0
+    del probe.metrics["L2_total_cache_accesses"]
+    assert plan_samples(probe, SampleSpec.parse("1,2,3"), permute, 10000).ctas == [160, 320, 480]
+
+
 def _launch_run(run_id: str, cycles: float, insn: float, misses: float) -> RunResult:
     run = RunResult(status="stopped_at_limit", backend="gpgpusim", variant="fft", params={}, problem=FMNIST,
                     fingerprint="f", kernels=["k"], run_id=run_id, environment={"config": "SM7_QV100"})

@@ -172,6 +172,19 @@ def _int_option(options: dict[str, str], name: str, default: int) -> int:
         raise UserError(f"config: -{name} {options[name]!r} is not a whole number") from None
 
 
+def l2_bytes(options: dict[str, str]) -> int:
+    """The L2's capacity in a merged config: a memory sub-partition's slice (-gpgpu_cache:dl2, sets:line:ways after an
+    optional sector-or-line letter) times the sub-partitions (channels x per channel); 0 where it names none."""
+    first = options.get("gpgpu_cache:dl2", "").split(",")[0].split(":")
+    numbers = first[1:] if first and first[0].isalpha() else first
+    try:
+        sets, line, ways = (int(v) for v in numbers[:3])
+    except ValueError:
+        return 0
+    return (sets * line * ways * _int_option(options, "gpgpu_n_mem", 0)
+            * _int_option(options, "gpgpu_n_sub_partition_per_mchannel", 1))
+
+
 def _cut_hash(options: dict[str, str], k: int) -> str | None:
     """The address hash a GPU cut by k uses: its own, or XOR where IPOLY cannot take the slices left (None: the
     cut is not possible)."""

@@ -67,6 +67,7 @@ from .config import (
     config_key,
     cta_limit,
     first_ctas,
+    l2_bytes,
     load_config,
     overlay_text,
     parse_options,
@@ -75,7 +76,7 @@ from .config import (
 )
 from .log import MODELLED
 
-METHOD = 12  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 13  # kept in each estimate: one made by another method is made again, not answered from the store
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
 _PER_KERNEL_COUNTS = {"gpu_sim_cycle", "gpu_sim_insn"}
 # Bookkeeping of the sample runs themselves: the estimate's cost is their sum, their rates mean nothing here.
@@ -354,13 +355,17 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
         scale = (every if l2_intensity(probe, main) < STREAMING else scalings(options, same_hash=True))[-1]
     total = launch_ctas(kernel, batch)[main]
     wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
+    larger = outgrow_l2(probe, kernel, main, total, options, scale, min(spec.waves) * wave_ctas)
     ctas: list[int] = []
     for w in spec.waves:  # each past every earlier launch's CTAs (first_ctas)
-        ctas.append(max(round(w * wave_ctas), ctas[-1] + 1 if ctas else fixed_ctas(kernel)[1] + 1))
+        ctas.append(max(round(w * wave_ctas * larger), ctas[-1] + 1 if ctas else fixed_ctas(kernel)[1] + 1))
     if ctas[-1] * scale >= total:
         cut = f" on 1/{scale} of the GPU" if scale > 1 else ""
+        grown = (f", {larger:.1f} times the spec's waves so that the smallest outgrows the cut GPU's L2 as the "
+                 "real launch outgrows the L2" if larger > 1 else "")
         raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, ctas))} CTAs{cut} for "
-                        f"{spec}, of {total}): simulate it whole (drop --sample) or sample fewer waves")
+                        f"{spec}{grown}, of {total}): simulate it whole (drop --sample)"
+                        + ("" if larger > 1 else " or sample fewer waves"))
     batches = []
     for n in ctas:  # the fewest images whose launch's first n CTAs are the real launch's (_same_first_ctas)
         lo, hi = min(batch, max(1, math.ceil((n + 1) * batch / total))), batch
@@ -369,6 +374,30 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
             lo, hi = (lo, mid) if _same_first_ctas(kernel, main, mid, batch, n) else (mid + 1, hi)
         batches.append(lo)
     return Plan(scale, batches, ctas, waves[main] / scale)
+
+
+SECTOR = 32  # bytes of an L2 access: SM7_QV100's L2 is sectored (dl2 "S:..."), a request reads or writes one sector
+
+
+def outgrow_l2(probe: RunResult, kernel: Kernel, main: str, total: int, options: dict[str, str], scale: int,
+               smallest: float) -> float:
+    """How many times larger a launch made alone (Kernel.only) samples its CTAs than the spec's waves (1 for every
+    other): where the launch streams memory (STREAMING), and the real launch moves more bytes through the L2 than the
+    GPU's L2 holds, until the smallest sample moves as much as the cut GPU's L2 holds. A sample whose data still fits
+    runs at the rate of a warm L2 that the real launch soon leaves: im2col_gemm's permute at fmnist-conv1's geometry
+    (2 KB a CTA, 1.5 MB of L2 on 20 SMs) cost 7.6 cycles a CTA between its first 160 and 480 CTAs and 13.0 between
+    1,440 and 1,920 (benchmarks/results/sampling-warm-l2-2026-11-27.md), and its samples of 160, 320, 480 read the
+    launch -40.7 %. The probe's L2 accesses (SECTOR bytes each) over its CTAs give a CTA's bytes."""
+    if not kernel.only or l2_intensity(probe, main) < STREAMING:
+        return 1.0
+    accesses = _kernel_groups(probe).get(main, {}).get("L2_total_cache_accesses", math.nan)
+    probed, whole = probe.metrics.get("gpu_tot_issued_cta"), l2_bytes(options)
+    if math.isnan(accesses) or not (accesses and probed and whole):
+        return 1.0
+    per_cta = accesses * SECTOR / probed
+    if per_cta * total <= whole or smallest * per_cta >= whole / scale:
+        return 1.0
+    return whole / scale / (smallest * per_cta)
 
 
 def _same_first_ctas(kernel: Kernel, name: str, images: int, batch: int, n: int) -> bool:
