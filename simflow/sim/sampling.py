@@ -356,16 +356,15 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
     total = launch_ctas(kernel, batch)[main]
     wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
     larger = outgrow_l2(probe, kernel, main, total, options, scale, min(spec.waves) * wave_ctas)
+    if larger > 1:  # as far as the real launch allows: its cut GPU's share, less one CTA (a sample stops inside it)
+        larger = max(1.0, min(larger, ((total - 1) // scale) / (max(spec.waves) * wave_ctas)))
     ctas: list[int] = []
     for w in spec.waves:  # each past every earlier launch's CTAs (first_ctas)
         ctas.append(max(round(w * wave_ctas * larger), ctas[-1] + 1 if ctas else fixed_ctas(kernel)[1] + 1))
     if ctas[-1] * scale >= total:
         cut = f" on 1/{scale} of the GPU" if scale > 1 else ""
-        grown = (f", {larger:.1f} times the spec's waves so that the smallest outgrows the cut GPU's L2 as the "
-                 "real launch outgrows the L2" if larger > 1 else "")
         raise UserError(f"batch {batch} is no larger than the samples ({', '.join(map(str, ctas))} CTAs{cut} for "
-                        f"{spec}{grown}, of {total}): simulate it whole (drop --sample)"
-                        + ("" if larger > 1 else " or sample fewer waves"))
+                        f"{spec}, of {total}): simulate it whole (drop --sample) or sample fewer waves")
     batches = []
     for n in ctas:  # the fewest images whose launch's first n CTAs are the real launch's (_same_first_ctas)
         lo, hi = min(batch, max(1, math.ceil((n + 1) * batch / total))), batch
@@ -383,11 +382,13 @@ def outgrow_l2(probe: RunResult, kernel: Kernel, main: str, total: int, options:
                smallest: float) -> float:
     """How many times larger a launch made alone (Kernel.only) samples its CTAs than the spec's waves (1 for every
     other): where the launch streams memory (STREAMING), and the real launch moves more bytes through the L2 than the
-    GPU's L2 holds, until the smallest sample moves as much as the cut GPU's L2 holds. A sample whose data still fits
-    runs at the rate of a warm L2 that the real launch soon leaves: im2col_gemm's permute at fmnist-conv1's geometry
-    (2 KB a CTA, 1.5 MB of L2 on 20 SMs) cost 7.6 cycles a CTA between its first 160 and 480 CTAs and 13.0 between
-    1,440 and 1,920 (benchmarks/results/sampling-warm-l2-2026-11-27.md), and its samples of 160, 320, 480 read the
-    launch -40.7 %. The probe's L2 accesses (SECTOR bytes each) over its CTAs give a CTA's bytes."""
+    GPU's L2 holds, until the smallest sample moves as much as the cut GPU's L2 holds (plan_samples stops short of
+    the real launch's share of the cut GPU: a small batch's samples then run most of its launch). A sample whose
+    data still fits runs at the rate of a warm L2 that the real launch soon leaves: im2col_gemm's permute at
+    fmnist-conv1's geometry (2 KB a CTA, 1.5 MB of L2 on 20 SMs) cost 7.6 cycles a CTA between its first 160 and 480
+    CTAs and 13.0 between 1,440 and 1,920 (benchmarks/results/sampling-warm-l2-2026-11-27.md), and its samples of
+    160, 320, 480 read the launch -40.7 %. The probe's L2 accesses (SECTOR bytes each) over its CTAs give a CTA's
+    bytes."""
     if not kernel.only or l2_intensity(probe, main) < STREAMING:
         return 1.0
     accesses = _kernel_groups(probe).get(main, {}).get("L2_total_cache_accesses", math.nan)
