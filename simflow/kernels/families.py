@@ -437,11 +437,11 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
             raise LimitError(f"{self.name} persistent (a block takes whole tiles in turn)",
                              f"split={params['split']}, stream_k={params['stream_k']}", "split=1, stream_k=false",
                              "use persistent alone, or split-K or stream-K without it")
-        need = self.pipeline_bytes(params) + self.out_tile_bytes(params)
+        need = self.smem_bytes(params)
         if need > self.SMEM_LIMIT:
             tiles = f"stages={params['stages']} of {self.block_m(params)} + {params['tile_n']} rows of 128 bytes"
-            if self.out_tile_bytes(params):
-                tiles += f" and a {self.out_tile_bytes(params):,}-byte output tile (persistent, half y)"
+            if params["persistent"] and self.half_tile_bytes(params):
+                tiles += f" and a {self.half_tile_bytes(params):,}-byte output tile (persistent, half y)"
             raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for {tiles}",
                              f"{self.SMEM_LIMIT:,} bytes", "use fewer stages or tile_n=128")
 
@@ -452,12 +452,17 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         """The pipeline's stages, and 1024 bytes to align them to the swizzle's period."""
         return params["stages"] * (self.block_m(params) + params["tile_n"]) * self.ROW + 1024
 
-    def out_tile_bytes(self, params: dict) -> int:
-        """Shared memory of its own past the stages for the half-y epilogue of a persistent block, whose next tile's
-        copies are in flight while a tile's sums go out: 8 warps' 16 x (pixels a warpgroup + 8) half tiles."""
-        if not (params["persistent"] and params["io"] == "float16"):
+    def half_tile_bytes(self, params: dict) -> int:
+        """The half-y epilogue's tiles: 8 warps' 16 x (pixels a warpgroup + 8) halves (none for float y)."""
+        if params["io"] != "float16":
             return 0
         return 8 * 16 * (params["tile_n"] * self.block_m(params) // 128 + 8) * 2
+
+    def smem_bytes(self, params: dict) -> int:
+        """The GEMM's dynamic shared memory: the pipeline, whose stages the half-y tiles reuse once the k loop is
+        done, or, in a persistent block (the next tile's copies in flight meanwhile), the tiles past the stages."""
+        pipeline, tiles = self.pipeline_bytes(params), self.half_tile_bytes(params)
+        return pipeline + tiles if params["persistent"] else max(pipeline, tiles)
 
     def arch(self, params: dict) -> str:
         return "sm_90a"
@@ -479,12 +484,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         return {**super().extra_context(problem, params), "kslice": 16 if params["precision"] == "fp16" else 8}
 
     def gemm_smem(self, kernel: Kernel) -> int:
-        if kernel.params["persistent"]:
-            return self.pipeline_bytes(kernel.params) + self.out_tile_bytes(kernel.params)
-        smem = self.pipeline_bytes(kernel.params)
-        if kernel.params["io"] == "float16":  # 8 warps' 16 x (tile_n + 8) half tiles
-            smem = max(smem, 8 * 16 * (kernel.params["tile_n"] + 8) * 2)
-        return smem
+        return self.smem_bytes(kernel.params)
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         """Stream-K: a persistent GEMM over every tile's k steps, at most one a block; persistent: one over the tiles
