@@ -355,9 +355,8 @@ def plan_samples(probe: RunResult, spec: SampleSpec, kernel: Kernel, batch: int)
         scale = (every if l2_intensity(probe, main) < STREAMING else scalings(options, same_hash=True))[-1]
     total = launch_ctas(kernel, batch)[main]
     wave_ctas = waves[main] / scale * total / batch  # the cut GPU's SMs x the CTAs an SM holds
-    larger = outgrow_l2(probe, kernel, main, total, options, scale, min(spec.waves) * wave_ctas)
-    if larger > 1:  # as far as the real launch allows: its cut GPU's share, less one CTA (a sample stops inside it)
-        larger = max(1.0, min(larger, ((total - 1) // scale) / (max(spec.waves) * wave_ctas)))
+    larger = outgrow_l2(probe, kernel, main, total, options, scale,
+                        (min(spec.waves) * wave_ctas, max(spec.waves) * wave_ctas))
     ctas: list[int] = []
     for w in spec.waves:  # each past every earlier launch's CTAs (first_ctas)
         ctas.append(max(round(w * wave_ctas * larger), ctas[-1] + 1 if ctas else fixed_ctas(kernel)[1] + 1))
@@ -379,11 +378,12 @@ SECTOR = 32  # bytes of an L2 access: SM7_QV100's L2 is sectored (dl2 "S:..."), 
 
 
 def outgrow_l2(probe: RunResult, kernel: Kernel, main: str, total: int, options: dict[str, str], scale: int,
-               smallest: float) -> float:
+               samples: tuple[float, float]) -> float:
     """How many times larger a launch made alone (Kernel.only) samples its CTAs than the spec's waves (1 for every
     other): where the launch streams memory (STREAMING), and the real launch moves more bytes through the L2 than the
-    GPU's L2 holds, until the smallest sample moves as much as the cut GPU's L2 holds (plan_samples stops short of
-    the real launch's share of the cut GPU: a small batch's samples then run most of its launch). A sample whose
+    GPU's L2 holds, until the smallest of the `samples` (its smallest and largest, in CTAs) moves as much as the cut
+    GPU's L2 holds, and no further than the largest can grow inside the real launch's share of the cut GPU less one
+    CTA (a sample stops inside the launch; a small batch's samples then run most of it). A sample whose
     data still fits runs at the rate of a warm L2 that the real launch soon leaves: im2col_gemm's permute at
     fmnist-conv1's geometry (2 KB a CTA, 1.5 MB of L2 on 20 SMs) cost 7.6 cycles a CTA between its first 160 and 480
     CTAs and 13.0 between 1,440 and 1,920 (benchmarks/results/sampling-warm-l2-2026-11-27.md), and its samples of
@@ -396,9 +396,10 @@ def outgrow_l2(probe: RunResult, kernel: Kernel, main: str, total: int, options:
     if math.isnan(accesses) or not (accesses and probed and whole):
         return 1.0
     per_cta = accesses * SECTOR / probed
+    smallest, largest = samples
     if per_cta * total <= whole or smallest * per_cta >= whole / scale:
         return 1.0
-    return whole / scale / (smallest * per_cta)
+    return max(1.0, min(whole / scale / (smallest * per_cta), ((total - 1) // scale) / largest))
 
 
 def _same_first_ctas(kernel: Kernel, name: str, images: int, batch: int, n: int) -> bool:
