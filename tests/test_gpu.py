@@ -115,6 +115,26 @@ def test_cli_run_json(gpu, capsys):
     assert out["run_id"] and out["metrics"]["job_wall_s"] > 0
 
 
+def test_each_launch_of_several_is_timed_alone(gpu, capsys):
+    """A variant of several kernels: each launch's own median as <kernel>.time_ms, shown per kernel in the time_ms
+    row of `simflow run`; a single kernel's run has only the whole."""
+    from simflow.cli import main
+
+    problem = get_problem("resnet50-1x1-512-1024-28-s2").with_batch(4)
+    kernel = VARIANTS["mma_nhwc"].render(problem, {})
+    result = run(gpu, kernel, 4, warmup=1, repeats=3)
+    assert result.status == "passed", result.reason
+    parts = {name: result.metrics[f"{name}.time_ms"] for name in kernel.kernel_names}
+    assert set(parts) == {"conv2d_mma_nhwc_x", "conv2d_mma_nhwc_w", "conv2d_mma_nhwc"} and min(parts.values()) > 0
+    assert result.units["conv2d_mma_nhwc_x.time_ms"] == "ms"
+    single = run(gpu, VARIANTS["shared"].render(problem, {}), 4, warmup=1, repeats=3)
+    assert not [name for name in single.metrics if name.endswith(".time_ms")]
+    assert main(["run", "mma_nhwc", "--problem", "resnet50-1x1-512-1024-28-s2", "--batch", "4", "--repeats", "3",
+                 "--no-store"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["time_ms"])
+    assert len(row.split()) == 6  # time_ms, the whole, the three launches, ms
+
+
 def test_runs_are_stored_and_diffed(gpu, tmp_path, capsys):
     """simflow run stores a record; two variants diff on the same problem; a sweep runs GPU jobs in a worker."""
     import json

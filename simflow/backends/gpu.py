@@ -42,6 +42,7 @@ CHECK_THREADS, CHECK_BLOCKS = 256, 2048
 # Python, per launch - is not timed as GPU idle between the events (a variant of several kernels on a small
 # layer would otherwise be timed mostly as launch gaps).
 HOLD_US = 200
+LAUNCH_REPEATS = 10  # timed repeats of each launch alone (a variant of several kernels), after the whole
 HOLD_SOURCE = r"""extern "C" __global__ void simflow_hold(unsigned long long ns)
 {
   unsigned long long t0, t;
@@ -372,6 +373,8 @@ class GpuBackend(Backend):
         result.add("input_sets", sets)
         result.add("gflops", problem.flops / (median * 1e-3) / 1e9, "GFLOP/s")
         result.add("gbps", problem.min_bytes(kernel.io) / (median * 1e-3) / 1e9, "GB/s")
+        if len(launches) > 1:
+            self._time_each(functions, launches, workspace, buffers, problem, job, hold, hold_us, result)
         for buf in workspace.values():
             buf.free()
         streams = kernel.params.get("streams", 0)
@@ -380,6 +383,29 @@ class GpuBackend(Backend):
         for bufs in buffers + ([] if reference is buffers[0] else [reference]):
             for buf in bufs.values():
                 buf.free()
+
+    def _time_each(self, functions, launches: list[Launch], workspace, buffers, problem, job: Job, hold,
+                   hold_us: float, result: RunResult) -> None:
+        """Each launch of a several-kernel variant timed alone (`<kernel>.time_ms`, the median of up to
+        LAUNCH_REPEATS), so that a layer's time splits into its copies and its GEMM: where it goes, and which
+        part one version saved. A kernel launched more than once gets the sum of its launches' medians."""
+        start, end = drv.Event(), drv.Event()
+        medians: dict[str, float] = {}
+        for func, launch in zip(functions, launches, strict=True):
+            times = []
+            for i in range(min(job.repeats, LAUNCH_REPEATS)):
+                named = {**workspace, **buffers[i % len(buffers)]}
+                args = [np.int32(problem.B) if a == "batch" else named[a] for a in launch.args]
+                hold(np.uint64(1000 * hold_us), block=(1, 1, 1), grid=(1, 1, 1))
+                start.record()
+                func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
+                end.record()
+                end.synchronize()
+                times.append(start.time_till(end))
+            prefix = RunResult.kernel_prefix(launch.kernel, True)
+            medians[prefix] = medians.get(prefix, 0.0) + statistics.median(times)
+        for prefix, ms in medians.items():
+            result.add(prefix + "time_ms", ms, "ms")
 
     def _time_transfers(self, kernel, problem, functions, x, w, device: dict, reference: dict, streams: int,
                         job: Job, result: RunResult) -> None:
