@@ -392,7 +392,7 @@ def test_split_k_into_half_y_adds_float32_sums_and_rounds_once():
         assert "acc" in gemm.args and "y" not in gemm.args and gemm.grid[2] == 2
         assert rounding.kernel.endswith("_half") and rounding.args == ("acc", "y", "batch")
         assert kernel.workspace(3)["acc"] == 3 * problem.M * problem.Hout * problem.Wout
-        assert "float* __restrict__ y, int batch)" in kernel.source and "__float2half_rn(acc[i])" in kernel.source
+        assert "float* __restrict__ y, int batch)" in kernel.source and "__float2half_rn(acc[tail])" in kernel.source
         assert "acc" not in render(name, problem, {"io": "float16"}).workspace(3)
         assert "acc" not in render(name, problem, {"split": 2}).workspace(3)  # float32 y: added into y itself
         assert render(name, problem, {"split": 2}).launches(3)[-1].args[2] == "y"

@@ -855,7 +855,7 @@ def _split_k_launches(before: list[Launch], gemm: Launch, kernel: Kernel, batch:
         return [*before, gemm]
     p = kernel.problem
     outputs = batch * p.M * p.Hout * p.Wout
-    grid = (min(math.ceil(outputs / 256), 4096), 1, 1)
+    grid = (min(math.ceil(outputs / 1024), 4096), 1, 1)  # 256 threads of 4 sums each (a grid-stride loop past that)
     sums = "acc" if _split_sums(kernel, batch) else "y"
     zero = Launch(kernel=f"{gemm.kernel}_zero", grid=grid, block=(256, 1, 1), args=(sums, "batch"))
     gemm = dataclasses.replace(gemm, args=tuple(sums if a == "y" else a for a in gemm.args))
