@@ -270,6 +270,25 @@ def test_refusals_name_the_limit():
             render("wmma_nhwc", NHWC_PROBLEM, {"precision": "tf32", **params})
 
 
+def test_channel_last_copy_reads_pixel_pairs_and_writes_128_byte_rows():
+    """The x copy of the nhwc GEMMs: a lane reads two half pixels at once where an image's pixels pair up and none
+    is skipped, a block covers a 128-byte row of the copy's channels where CP allows (64 half, 32 float), and each
+    thread stores 16 bytes; one pixel a lane from float x, where the copy subsamples or where H*W is odd."""
+    cases = [("wgmma_nhwc", "vgg16-conv4_2", {"io": "float16"}, 2, 64, (13, 8, 16)),
+             ("wgmma_nhwc", "vgg16-conv4_2", {"precision": "tf32"}, 1, 32, (25, 16, 16)),  # float x: one a lane
+             ("mma_nhwc", "vgg16-conv4_2", {}, 1, 64, (25, 8, 16)),  # fp16 from float x
+             ("mma_nhwc", "resnet50-1x1-512-1024-28-s2", {"io": "float16"}, 1, 64, (7, 8, 16)),  # 14 x 14 kept
+             ("wgmma_nhwc", "resnet50-3x3-512-512-7", {"precision": "tf32"}, 1, 32, (2, 16, 16)),  # 49 pixels
+             ("wmma_nhwc", WMMA_PROBLEM, {}, 1, 32, (16, 1, 16))]  # C = 3 pads to 32 (no 64-channel row); 483 pixels
+    for name, layer, params, vec, channels, grid in cases:
+        kernel = render(name, get_problem(layer) if isinstance(layer, str) else layer, params)
+        copy = kernel.launches(16)[0]
+        assert f"constexpr int XV = {vec}, XC = {channels}, XP = 32 * XV;" in kernel.source, (name, layer)
+        assert copy.kernel.endswith("_x") and copy.block == (256, 1, 1)
+        assert grid is None or copy.grid == grid, (name, layer, copy.grid)
+        assert ("pix / WOUT * STRIDE * W" in kernel.source) == (vec == 1 and "s2" in str(layer))
+
+
 def test_wmma_nhwc_pads_the_channels_to_its_k_step():
     small = render("wmma_nhwc", WMMA_PROBLEM)  # C = 3: padded with zeros to 32 in both channel-last copies
     assert "constexpr int CP = 32;" in small.source
@@ -446,11 +465,11 @@ def test_strided_1x1_copies_only_the_pixels_it_reads():
     layer = get_problem("resnet50-1x1-256-512-56-s2")  # 56x56 -> 28x28
     kernel = render("mma_nhwc", layer, {"io": "float16"})
     copy, *_ = kernel.launches(2)
-    assert copy.grid == (28 * 28 // 32 + 1, 256 // 32, 2) and kernel.workspace(2)["xh"] == 2 * 256 * 28 * 28 * 2 // 4
+    assert copy.grid == (28 * 28 // 32 + 1, 256 // 64, 2) and kernel.workspace(2)["xh"] == 2 * 256 * 28 * 28 * 2 // 4
     assert "constexpr int XH = HOUT, XW = WOUT, XS = 1;" in kernel.source
     assert "pix / WOUT * STRIDE * W + pix % WOUT * STRIDE" in kernel.source
     three = render("mma_nhwc", get_problem("resnet50-3x3-256-256-28-s2"), {"io": "float16"})
-    assert "XH = H, XW = W, XS = STRIDE" in three.source and three.launches(2)[0].grid[0] == 28 * 28 // 32 + 1
+    assert "XH = H, XW = W, XS = STRIDE" in three.source and three.launches(2)[0].grid[0] == 28 * 28 // 64 + 1
     wmma = render("wmma_nhwc", layer)
     assert wmma.launches(2)[0].grid[0] == 56 * 56 // 32  # wmma_nhwc keeps the whole copy
 
