@@ -285,7 +285,7 @@ def test_channel_last_copy_reads_pixel_pairs_and_writes_128_byte_rows():
         copy = kernel.launches(16)[0]
         assert f"constexpr int XV = {vec}, XC = {channels}, XP = 32 * XV;" in kernel.source, (name, layer)
         assert copy.kernel.endswith("_x") and copy.block == (256, 1, 1)
-        assert grid is None or copy.grid == grid, (name, layer, copy.grid)
+        assert copy.grid == grid, (name, layer, copy.grid)
         assert ("pix / WOUT * STRIDE * W" in kernel.source) == (vec == 1 and "s2" in str(layer))
 
 

@@ -766,8 +766,7 @@ class MmaNchwVariant(Variant):
                 "half_io": params["io"] == "float16",
                 "cp": self.padded_channels(problem, params),
                 "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and vector_columns(problem),
-                "w_in_place": self.weights_in_place(problem, params),
-                "w_warps": _weight_copy_warps(problem.K)}
+                "w_in_place": self.weights_in_place(problem, params), "w_warps": _weight_copy_warps(problem.K)}
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         return _weights_in_place(problem, params, self.kdim(problem, params))
