@@ -253,7 +253,9 @@ def test_nhwc_half_io_matches_reference(gpu, variant, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
-WEIGHT_COPY_SHAPES = [Problem(B=2, C=40, M=32, H=9, W=9, K=k, pad=k // 2, name=f"{k}x{k}-c40") for k in (1, 2, 7, 11)]
+WEIGHT_COPY_SHAPES = [*(Problem(B=2, C=40, M=32, H=9, W=9, K=k, pad=k // 2, name=f"{k}x{k}-c40")
+                        for k in (1, 2, 7, 11)),
+                      Problem(B=2, C=41, M=32, H=9, W=9, K=3, pad=1, name="3x3-c41")]  # odd C: half w a half a lane
 
 
 @pytest.mark.parametrize("problem", WEIGHT_COPY_SHAPES, ids=[p.name for p in WEIGHT_COPY_SHAPES])
