@@ -239,7 +239,7 @@ NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-r
 NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4},
                                                           {"split": 2}, {"split": 4, "tile_n": 256})),
                      *(("wgmma_nhwc", params) for params in ({}, {"tile_n": 128, "stages": 3}, {"split": 2},
-                                                            {"split": 4, "tile_n": 128}))]
+                                                            {"split": 4, "tile_n": 128}, {"tile_n": 192}))]
 
 
 @pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
@@ -318,7 +318,8 @@ STREAM_K_SHAPES = [*NHWC_HALF_SHAPES[2:],  # 2 or 3 tiles of 9 k steps (1x1: 2):
                    Problem(B=8, C=96, M=200, H=20, W=20, K=3, pad=1, name="3x3-m200"),  # pieces cross tile ends
                    Problem(B=16, C=64, M=256, H=28, W=28, K=1, name="1x1-many-tiles")]  # a block takes whole tiles
 STREAM_K_CONFIGS = [{"precision": "tf32", "stream_k": True}, {"precision": "tf32", "tile_n": 128, "stream_k": True},
-                    {"stream_k": True, "tile_n": 128, "stages": 3}, {"io": "float16", "tile_n": 64, "stream_k": True}]
+                    {"stream_k": True, "tile_n": 128, "stages": 3}, {"io": "float16", "tile_n": 64, "stream_k": True},
+                    {"io": "float16", "tile_n": 192, "stream_k": True}]
 
 
 @pytest.mark.parametrize("problem", STREAM_K_SHAPES, ids=[p.name for p in STREAM_K_SHAPES])
@@ -339,7 +340,8 @@ WGMMA_TILE_M64_SHAPES = [*NHWC_HALF_SHAPES[:3], STREAM_K_SHAPES[2],  # M < 64 (z
 WGMMA_TILE_M64_CONFIGS = [{}, {"tile_n": 128}, {"tile_n": 64, "stages": 3}, {"precision": "tf32"},
                           {"precision": "tf32", "tile_n": 128, "stages": 6}, {"io": "float16"},
                           {"io": "float16", "tile_n": 128, "split": 2}, {"precision": "tf32", "split": 4},
-                          {"precision": "tf32", "tile_n": 128, "stream_k": True}, {"io": "float16", "stream_k": True}]
+                          {"precision": "tf32", "tile_n": 128, "stream_k": True}, {"io": "float16", "stream_k": True},
+                          {"io": "float16", "tile_n": 192}]  # 96 pixels a warpgroup
 
 
 @pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])
@@ -358,7 +360,9 @@ WGMMA_PERSISTENT_CONFIGS = [{"io": "float16", "persistent": True, "tile_n": 64},
                             {"io": "float16", "persistent": True, "tile_n": 128, "stages": 3},
                             {"io": "float16", "persistent": True, "tile_m": 64, "tile_n": 128, "stages": 3},
                             {"precision": "tf32", "persistent": True, "tile_n": 128},
-                            {"persistent": True, "tile_m": 64, "stages": 5}]
+                            {"persistent": True, "tile_m": 64, "stages": 5},
+                            {"io": "float16", "persistent": True, "tile_n": 192},  # m64n192: 96 sums a thread
+                            {"precision": "tf32", "persistent": True, "tile_n": 192, "stages": 3}]
 
 
 @pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])
@@ -381,7 +385,11 @@ WGMMA_NCHW_CONFIGS = [{"io": "float16"}, {"io": "float16", "tile_m": 256}, {"io"
                       {"io": "float16", "tile_m": 64, "tile_n": 64, "stages": 3}, {}, {"tile_m": 256, "stages": 3},
                       {"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "tile_n": 64, "stages": 5},
                       {"io": "float16", "persistent": True}, {"precision": "tf32", "tile_n": 64, "persistent": True},
-                      {"tile_m": 64, "tile_n": 64, "stages": 3, "persistent": True}]
+                      {"tile_m": 64, "tile_n": 64, "stages": 3, "persistent": True},
+                      # three warpgroups (384 threads): 48 weight rows a pass, so a 128-row tile's last pass is partial
+                      {"io": "float16", "tile_n": 192}, {"io": "float16", "tile_n": 192, "tile_m": 64, "stages": 6},
+                      {"io": "float16", "tile_n": 192, "persistent": True}, {"precision": "tf32", "tile_n": 192},
+                      {"tile_n": 192, "tile_m": 64, "stages": 3, "persistent": True}]
 
 
 @pytest.mark.parametrize("problem", WGMMA_NCHW_SHAPES, ids=[p.name for p in WGMMA_NCHW_SHAPES])
@@ -399,7 +407,7 @@ def test_wgmma_nchw_matches_reference(gpu, params, problem):
 SINGLE_PIXEL_SHAPES = [Problem(B=3, C=64, M=72, H=7, W=7, K=1, name="1x1-hw49"),
                        Problem(B=2, C=48, M=40, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49")]
 SINGLE_PIXEL_CONFIGS = [{"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "stages": 3}, {},
-                        {"precision": "tf32", "tile_n": 64, "persistent": True}]
+                        {"precision": "tf32", "tile_n": 64, "persistent": True}, {"precision": "tf32", "tile_n": 192}]
 
 
 @pytest.mark.parametrize("problem", SINGLE_PIXEL_SHAPES, ids=[p.name for p in SINGLE_PIXEL_SHAPES])
@@ -420,7 +428,8 @@ GATHER_CONFIGS = [{"io": "float16", "gather": True}, {"io": "float16", "gather":
                   {"io": "float16", "gather": True, "tile_m": 256, "persistent": True},
                   {"precision": "tf32", "gather": True}, {"precision": "tf32", "gather": True, "tile_m": 256,
                                                           "tile_n": 64, "persistent": True},
-                  {"gather": True, "tile_m": 64, "tile_n": 64, "stages": 3}]
+                  {"gather": True, "tile_m": 64, "tile_n": 64, "stages": 3},
+                  {"io": "float16", "gather": True, "tile_n": 192, "persistent": True}]
 
 
 @pytest.mark.parametrize("problem", GATHER_SHAPES, ids=[p.name for p in GATHER_SHAPES])
@@ -445,7 +454,9 @@ SPLIT_CASES = [  # (problem, params): blocks over 1/split of the k steps each, a
      {"precision": "tf32", "split": 2, "stages": 6}),
     (Problem(B=2, C=512, M=200, H=14, W=14, K=1, name="1x1-c512-m200-hw196"), {"split": 4}),  # fp16 from float x
     (Problem(B=2, C=256, M=72, H=13, W=13, K=1, stride=2, name="1x1-c256-stride2"),
-     {"precision": "tf32", "split": 2, "gather": True})]
+     {"precision": "tf32", "split": 2, "gather": True}),
+    (Problem(B=2, C=512, M=200, H=14, W=14, K=1, name="1x1-c512-m200-hw196"), {"precision": "tf32", "split": 2,
+                                                                                  "tile_n": 192})]
 
 
 @pytest.mark.parametrize("problem,params", SPLIT_CASES,

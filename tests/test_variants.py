@@ -709,6 +709,16 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     narrow = render("wgmma_nchw", layer, {"io": "float16", "tile_m": 256, "tile_n": 64})  # two warpgroups, 128 each
     assert "m64n128k16" in narrow.source and "const int ncol = wg * NWG;" in narrow.source
     assert narrow.launches(32)[0].grid == (32 * 784 // 64, 1, 1)
+    # three warpgroups of 64 pixels, 384 threads: 32 x 196 pixels at 14x14 are 33 tiles, 4 x 33 = 132 blocks
+    wide = render("wgmma_nchw", get_problem("resnet50-1x1-1024-512-14"), {"io": "float16", "tile_n": 192})
+    assert "m64n128k16" in wide.source and "constexpr int THREADS = 384;" in wide.source
+    assert "__launch_bounds__(THREADS, 1)" in wide.source
+    assert "const int prow = 64 * wg + 16 * (warp % 4);" in wide.source
+    (gemm,) = wide.launches(32)
+    assert gemm.grid == (132, 1, 1) and gemm.block == (384, 1, 1)
+    assert gemm.dynamic_smem == 4 * (128 * 128 + 3 * 64 * 128) + 1024  # weight rows, three 64-pixel columns a stage
+    with pytest.raises(LimitError, match=r"at most 168 registers.*tile_m <= 128"):
+        render("wgmma_nchw", layer, {"io": "float16", "tile_n": 192, "tile_m": 256})
     tf32 = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"precision": "tf32"})
     assert tf32.precision == "tf32" and "m64n128k8.f32.tf32.tf32" in tf32.source and '" %68, p, 1, 1;' in tf32.source
     assert "wgmma exists on sm_90a only" in tf32.sim_unsupported

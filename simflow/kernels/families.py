@@ -536,6 +536,10 @@ class WgmmaNchwVariant(Variant):
             raise LimitError(f"layers {self.name} takes (the product of w and x's rows as they lie)",
                              f"K={problem.K}, pad={problem.pad}", "K=1, pad=0",
                              "use wgmma_nhwc or mma_nchw on this layer")
+        if params["tile_n"] == 192 and params["tile_m"] > 128:
+            raise LimitError(f"registers a thread of {self.name}'s three warpgroups (tile_n=192: 384 threads, at most "
+                             "168 registers each)", f"tile_m={params['tile_m']}: {params['tile_m'] // 2} float sums "
+                             "a thread", "tile_m <= 128", "use tile_m=128 or 64 with tile_n=192, or tile_n=128")
         if params["split"] > 1 and (params["persistent"] or params["io"] == "float16"):
             raise LimitError(f"split-K in {self.name} (blocks of one tile each, adding into float y)",
                              f"persistent={params['persistent']}, io={params['io']}", "persistent=false, io=float32",
@@ -601,10 +605,16 @@ class WgmmaNchwVariant(Variant):
             xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
             yv = xv if half_io else (4 if xv > 1 else 1)
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
-                "nwg": params["tile_m"] if params["tile_n"] == 128 else params["tile_m"] // 2,
+                "nwg": params["tile_m"] // 2 if params["tile_n"] == 64 else params["tile_m"],
+                "threads": self.threads(params),
                 "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "yv": yv, "skew": skew,
                 "half_io": half_io, "gather": gather, "split": params["split"],
                 "hwp": self.gathered_pixels(problem, params) if gather else hw}
+
+    @staticmethod
+    def threads(params: dict) -> int:
+        """A warpgroup (128 threads) for each 64 pixels of the tile, and two on the same 64 at tile_n=64."""
+        return 128 * max(2, params["tile_n"] // 64)
 
     def smem_parts(self, problem: Problem, params: dict) -> tuple[int, int, int]:
         """Bytes of a weight tile (a k step of the block's output channels), an x tile (rounded to 1024) and the
@@ -668,7 +678,7 @@ class WgmmaNchwVariant(Variant):
         every = (channel_tiles if self.stationary(p, params) else 1) if params["persistent"] else 0
         x = "xg" if gather else "x"
         w = "w" if self.weights_in_place(p, params) else "wh"
-        gemm = Launch(kernel=name, grid=(tiles, 1, params["split"]), block=(256, 1, 1),
+        gemm = Launch(kernel=name, grid=(tiles, 1, params["split"]), block=(self.threads(params), 1, 1),
                       dynamic_smem=self.smem_bytes(p, params), args=(x, w, "y", "batch"), persistent=every)
         if w == "wh":
             launches.insert(0, _weight_copy(name, p, _round_up(p.C, self.step_k(params))))
