@@ -95,6 +95,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nchw", {"precision": "tf32", "gather": True, "tile_m": 256}),
              # split-K: 2048->512 at 7 (26 tiles of 256 x 128, 64 k steps) 43.0 -> 37.1 us (same H100 and session)
              ("wgmma_nchw", {"precision": "tf32", "split": 4, "tile_m": 256}),
+             # three warpgroups of 64 pixels (tile_n=192): 1x1 1024->512 at 14 39.2 -> 37.6 us, 512->256 at 28 44.0
+             # -> 40.9, 512->128 at 28 31.5 -> 29.2 (H100, 2026-11-27, PERFORMANCE.md session 31)
+             ("wgmma_nchw", {"precision": "tf32", "tile_n": 192}),
              # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True}),
@@ -108,7 +111,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "persistent": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "persistent": True}),
              ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "persistent": True})],
+             ("wgmma_nhwc", {"precision": "tf32", "persistent": True}),
+             # 192-pixel tiles: VGG conv4 (16 x 28 x 28 pixels) is 66 x 4 = 264 tiles of 128 x 192, two waves of 132
+             # SMs, where 256-pixel tiles are 196 (1.5 waves): conv4_2 220.4 -> 202.6 us, conv4_1 119.9 -> 109.9 (H100,
+             # 2026-11-27, PERFORMANCE.md session 31)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "persistent": True}),
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "stages": 5, "persistent": True})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -133,6 +141,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True}),
                 ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
                 ("wgmma_nhwc", {"io": "float16", "stages": 3, "persistent": True}),  # 256 pixels: 3 stages fit
+                # 192-pixel tiles: VGG conv4_2 122.0 -> 112.6 us, conv3_2 124.2 -> 122.2, ResNet-50 1x1 512->1024 at 28
+                # stride 2 34.2 -> 33.2 (H100, 2026-11-27, PERFORMANCE.md session 31)
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 192, "persistent": True}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
@@ -151,7 +162,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # 2048->512 at 7 27.0 -> 24.8 (H100, 2026-11-27, PERFORMANCE.md session 27)
                 ("wgmma_nchw", {"io": "float16", "gather": True, "tile_m": 256, "tile_n": 64, "stages": 6,
                                 "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True})],
+                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True}),
+                # three warpgroups of 64 pixels: 1024->512 at 14 is 132 tiles of 128 x 192 for 132 SMs (98 of 256 x
+                # 128): 21.0 -> 19.9 us, 256->1024 at 14 18.2 -> 17.0 (H100, 2026-11-27, PERFORMANCE.md session 31)
+                ("wgmma_nchw", {"io": "float16", "tile_n": 192})],
 }
 
 
