@@ -239,7 +239,8 @@ NHWC_HALF_SHAPES = [Problem(B=2, C=40, M=24, H=12, W=10, K=3, pad=1, name="3x3-r
 NHWC_HALF_CONFIGS = [*(("mma_nhwc", params) for params in ({}, {"tile_n": 256, "bk": 64}, {"stages": 2}, {"stages": 4},
                                                           {"split": 2}, {"split": 4, "tile_n": 256})),
                      *(("wgmma_nhwc", params) for params in ({}, {"tile_n": 128, "stages": 3}, {"split": 2},
-                                                            {"split": 4, "tile_n": 128}, {"tile_n": 192}))]
+                                                            {"split": 4, "tile_n": 128}, {"tile_n": 192},
+                                                            {"tile_n": 224, "stages": 3}))]
 
 
 @pytest.mark.parametrize("problem", NHWC_HALF_SHAPES, ids=[p.name for p in NHWC_HALF_SHAPES])
@@ -319,7 +320,8 @@ STREAM_K_SHAPES = [*NHWC_HALF_SHAPES[2:],  # 2 or 3 tiles of 9 k steps (1x1: 2):
                    Problem(B=16, C=64, M=256, H=28, W=28, K=1, name="1x1-many-tiles")]  # a block takes whole tiles
 STREAM_K_CONFIGS = [{"precision": "tf32", "stream_k": True}, {"precision": "tf32", "tile_n": 128, "stream_k": True},
                     {"stream_k": True, "tile_n": 128, "stages": 3}, {"io": "float16", "tile_n": 64, "stream_k": True},
-                    {"io": "float16", "tile_n": 192, "stream_k": True}]
+                    {"io": "float16", "tile_n": 192, "stream_k": True},
+                    {"precision": "tf32", "tile_n": 224, "stream_k": True}]  # m64n224: 112 sums a thread
 
 
 @pytest.mark.parametrize("problem", STREAM_K_SHAPES, ids=[p.name for p in STREAM_K_SHAPES])
@@ -341,7 +343,8 @@ WGMMA_TILE_M64_CONFIGS = [{}, {"tile_n": 128}, {"tile_n": 64, "stages": 3}, {"pr
                           {"precision": "tf32", "tile_n": 128, "stages": 6}, {"io": "float16"},
                           {"io": "float16", "tile_n": 128, "split": 2}, {"precision": "tf32", "split": 4},
                           {"precision": "tf32", "tile_n": 128, "stream_k": True}, {"io": "float16", "stream_k": True},
-                          {"io": "float16", "tile_n": 192}]  # 96 pixels a warpgroup
+                          {"io": "float16", "tile_n": 192},  # 96 pixels a warpgroup
+                          {"precision": "tf32", "tile_n": 224, "stages": 5}]  # 112 pixels a warpgroup
 
 
 @pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])
@@ -362,7 +365,9 @@ WGMMA_PERSISTENT_CONFIGS = [{"io": "float16", "persistent": True, "tile_n": 64},
                             {"precision": "tf32", "persistent": True, "tile_n": 128},
                             {"persistent": True, "tile_m": 64, "stages": 5},
                             {"io": "float16", "persistent": True, "tile_n": 192},  # m64n192: 96 sums a thread
-                            {"precision": "tf32", "persistent": True, "tile_n": 192, "stages": 3}]
+                            {"precision": "tf32", "persistent": True, "tile_n": 192, "stages": 3},
+                            {"io": "float16", "persistent": True, "tile_n": 224, "stages": 3},
+                            {"precision": "tf32", "persistent": True, "tile_n": 224, "stages": 5}]
 
 
 @pytest.mark.parametrize("problem", WGMMA_TILE_M64_SHAPES, ids=[p.name for p in WGMMA_TILE_M64_SHAPES])

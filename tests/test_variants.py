@@ -552,6 +552,16 @@ def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
     gemm = narrow.launches(32)[-1]
     assert gemm.grid == (25, 4, 1) and gemm.dynamic_smem == 4 * (128 + 64) * 128 + 1024
     assert render("wgmma_nhwc", layer).launches(32)[-1].grid == (7, 4, 1)  # tile_n=256, no split: 28 blocks
+    # 224 pixels: 32 x 49 = 1568 are 7 whole tiles (256's seventh holds 32); 112 sums a thread, 44 KB a stage
+    whole = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 224, "stages": 5})
+    assert "m64n224k16" in whole.source and " %112, %113, p, 1, 1, 0, 0;" in whole.source
+    gemm = whole.launches(32)[-1]
+    assert gemm.grid == (7, 4, 1) and gemm.dynamic_smem == 5 * (128 + 224) * 128 + 1024
+    narrow = render("wgmma_nhwc", layer, {"tile_m": 64, "tile_n": 224})  # 112 pixels a warpgroup: 56 sums a thread
+    assert "m64n112k16" in narrow.source and '"%48, %49, %50, %51, %52, %53, %54, %55"' in narrow.source
+    assert " %56, %57, p, 1, 1, 0, 0;" in narrow.source  # a register list that ends mid-line, then a and b
+    with pytest.raises(LimitError, match=r"shared memory per block \(sm_90\).*59,392-byte output tile"):
+        render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 224, "persistent": True})  # 4 stages and a half tile
 
 
 def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid():
