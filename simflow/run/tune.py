@@ -116,7 +116,10 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              # SMs, where 256-pixel tiles are 196 (1.5 waves): conv4_2 220.4 -> 202.6 us, conv4_1 119.9 -> 109.9 (H100,
              # 2026-11-27, PERFORMANCE.md session 31)
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "stages": 5, "persistent": True})],
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "stages": 5, "persistent": True}),
+             # 224-pixel tiles: VGG conv5's 16 x 14 x 14 pixels are 14 whole tiles (256: 13, the last a quarter
+             # full), stream-K 77.6 -> 76.3 us (H100, 2026-11-27, PERFORMANCE.md session 32)
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 224, "stream_k": True})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
@@ -144,6 +147,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 # 192-pixel tiles: VGG conv4_2 122.0 -> 112.6 us, conv3_2 124.2 -> 122.2, ResNet-50 1x1 512->1024 at 28
                 # stride 2 34.2 -> 33.2 (H100, 2026-11-27, PERFORMANCE.md session 31)
                 ("wgmma_nhwc", {"io": "float16", "tile_n": 192, "persistent": True}),
+                # 224-pixel tiles: a 7x7 layer's 32 x 49 pixels are 7 whole tiles (256: the seventh holds 32), 1x1
+                # 512->2048 at 7 21.8 -> 20.4 us, 1024->2048 at 14 stride 2 31.6 -> 29.8 (H100, 2026-11-27, session 32)
+                ("wgmma_nhwc", {"io": "float16", "tile_n": 224}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
                 ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
