@@ -627,3 +627,18 @@ def test_winograd_5x5_passes_the_full_check(gpu, problem, precision, m):
     assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
     print(f"margin winograd F({m}x{m},5x5) {precision} {problem.name}: max |y-ref|/S = "
           f"{result.metrics['max_scaled_error']:.3g} (bound {kernel.check_tolerance.atol:.3g})")
+
+
+# The GEMM's tiles and k steps where nothing divides: C past a k step, M past 4 and a tile, 45 and 9 columns
+WINOGRAD_GEMM = [Problem(B=3, C=13, M=130, H=9, W=17, K=3, pad=1, name="odd-3x3-130"),
+                 Problem(B=1, C=21, M=6, H=11, W=10, K=5, pad=2, name="odd-5x5-6")]
+
+
+@pytest.mark.parametrize("problem", WINOGRAD_GEMM, ids=[p.name for p in WINOGRAD_GEMM])
+@pytest.mark.parametrize("tile,bk", [(64, 8), (64, 16), (128, 8), (128, 16)])
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_winograd_gemm_tiles_pass_the_full_check(gpu, problem, tile, bk, precision):
+    kernel = VARIANTS["winograd"].render(problem, {"precision": precision, "m": 4, "tile": tile, "bk": bk})
+    result = run(gpu, kernel, problem.B, seed=7, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0

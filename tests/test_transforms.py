@@ -58,7 +58,7 @@ def test_winograd_takes_5x5_filters():
     assert "F(2x2,5x5)" in f2.source and "100 multiplications become 36" in f2.source
     assert "F(4x4,5x5)" in f4.source and "400 multiplications become 64" in f4.source
     assert f2.launches(2)[2].grid[2] == 36 and f2.workspace(2)["u"] == 36 * 16 * 8
-    assert f4.launches(2)[2].grid[2] == 64 and f4.workspace(2)["v"] == 64 * 8 * 2 * 3 * 3
+    assert f4.launches(2)[2].grid[2] == 64 and f4.workspace(2)["v"] == 64 * 8 * 20  # 2 x 3 x 3 tiles, rows of 20
     f4_3x3 = render("winograd", Problem(B=2, C=8, M=16, H=12, W=12, K=3, pad=1), {"m": 4})
     assert f2.check_tolerance.atol == f4_3x3.check_tolerance.atol == f4.check_tolerance.atol  # measured: alike
     with pytest.raises(LimitError, match=r"filter size K of winograd .* 3 or 5"):
@@ -73,8 +73,12 @@ def test_winograd_renders_its_matrices_and_launches():
     assert "-(1.0f / 6) * g[0][0]" in f4.source and "1.0f / 6" not in f2.source  # 1/6 only where F(4x4) needs it
     gemm = f4.launches(2)[2]
     assert gemm.grid[2] == 36 and gemm.args == ("v", "u", "mt", "batch")  # one GEMM per transform point
-    tiles = 2 * math.ceil(10 / 4) * math.ceil(11 / 4)
-    assert f4.workspace(2) == {"u": 36 * 16 * 8, "v": 36 * 8 * tiles, "mt": 36 * 16 * tiles}
+    assert gemm.dynamic_smem == 4 * 3 * 8 * (128 + 128)  # three stages of a k step of 8 (the defaults)
+    tiles = 2 * math.ceil(10 / 4) * math.ceil(11 / 4)  # 18 GEMM columns: rows of 20, 16-byte aligned
+    assert f4.workspace(2) == {"u": 36 * 16 * 8, "v": 36 * 8 * 20, "mt": 36 * 16 * 20}
+    assert tiles == 18 and f4.workspace(4)["v"] == 36 * 8 * 36  # 36 columns: no padding
+    odd = render("winograd", Problem(B=2, C=8, M=5, H=10, W=11, K=3, pad=1))  # 5 output channels: U's rows of 8
+    assert odd.workspace(2)["u"] == 16 * 8 * 8 and "constexpr int MP = 8;" in odd.source
     # the check's bound widens with the transforms' size, and says so
     assert TOLERANCE["float32"].atol < f2.check_tolerance.atol < f4.check_tolerance.atol
     assert render("winograd", problem, {"precision": "fp16"}).precision == "float16"

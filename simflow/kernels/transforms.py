@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..errors import LimitError
-from .families import ImplicitGemmVariant
+from .families import ImplicitGemmVariant, _round_up
 from .problems import Problem
 from .reference import TOLERANCE, Tolerance
 from .variant_types import Kernel, Launch, Variant
@@ -93,9 +93,8 @@ class WinogradVariant(ImplicitGemmVariant):
         tiles_y, tiles_x = self.tiles(problem, params)
         matrices = {k: [[_c_literal(v) for v in row] for row in rows]
                     for k, rows in winograd_matrices(params["m"], problem.K).items()}
-        a_per_thread = params["tile"] * params["bk"] // 256
         return {**matrices, "alpha": params["m"] + problem.K - 1, "taps": problem.K, "tiles_y": tiles_y,
-                "tiles_x": tiles_x, "vector_a": problem.C % 4 == 0 and a_per_thread % 4 == 0}
+                "tiles_x": tiles_x, "mp": _round_up(problem.M, 4), "stages": self.STAGES}
 
     GROWTH = {(2, 3): 2, (4, 3): 40, (2, 5): 40, (4, 5): 40}  # the check's bound over a direct sum's, per (m, r)
 
@@ -109,11 +108,18 @@ class WinogradVariant(ImplicitGemmVariant):
         base = TOLERANCE[self.precision_of(params)]
         return Tolerance(atol=base.atol * self.GROWTH[params["m"], problem.K], rtol=base.rtol)
 
+    STAGES = 3  # the GEMM's pipeline: a k step is multiplied while the next two are copied
+
+    def row_lengths(self, problem: Problem, params: dict, batch: int) -> tuple[int, int]:
+        """U's rows (output channels) and V's and Mt's (batch x tiles columns), each rounded up to a multiple
+        of 4 so that the GEMM copies and stores 16 bytes at a time."""
+        return _round_up(problem.M, 4), _round_up(batch * math.prod(self.tiles(problem, params)), 4)
+
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         p = kernel.problem
         points = (kernel.params["m"] + p.K - 1) ** 2
-        columns = batch * math.prod(self.tiles(p, kernel.params))
-        return {"u": points * p.M * p.C, "v": points * p.C * columns, "mt": points * p.M * columns}
+        mp, ld = self.row_lengths(p, kernel.params, batch)
+        return {"u": points * p.C * mp, "v": points * p.C * ld, "mt": points * p.M * ld}
 
     def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
         p, params, name = kernel.problem, kernel.params, f"conv2d_{self.name}"
@@ -122,13 +128,15 @@ class WinogradVariant(ImplicitGemmVariant):
         if columns >= 2**31:
             raise LimitError("tiles per launch, B x tiles (32-bit GEMM column index)", f"{columns:,}",
                              f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")
+        mp, ld = self.row_lengths(p, params, batch)
+        smem = 4 * self.STAGES * params["bk"] * 2 * tile
         return [
-            Launch(kernel=f"{name}_filter", grid=(math.ceil(p.M * p.C / 256), 1, 1), block=(256, 1, 1),
+            Launch(kernel=f"{name}_filter", grid=(math.ceil(p.C * mp / 256), 1, 1), block=(256, 1, 1),
                    args=("w", "u")),
-            Launch(kernel=f"{name}_input", grid=(math.ceil(columns / 256), p.C, 1), block=(256, 1, 1),
+            Launch(kernel=f"{name}_input", grid=(math.ceil(ld / 256), p.C, 1), block=(256, 1, 1),
                    args=("x", "v", "batch")),
             Launch(kernel=f"{name}_gemm", grid=(math.ceil(columns / tile), math.ceil(p.M / tile), points),
-                   block=(256, 1, 1), args=("v", "u", "mt", "batch")),
+                   block=(256, 1, 1), dynamic_smem=smem, args=("v", "u", "mt", "batch")),
             Launch(kernel=f"{name}_output", grid=(math.ceil(columns / 256), p.M, 1), block=(256, 1, 1),
                    args=("mt", "y", "batch")),
         ]
