@@ -53,6 +53,9 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
                 ("winograd", {"m": 2}),
                 ("winograd", {"m": 4}),  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
                 ("winograd", {"m": 4, "bk": 16}),  # 3x3 128->128 at 28: 0.173 -> 0.144 ms (H100, 2026-11-26)
+                # 64-channel tiles where M is 64 or few: VGG conv1_2 1.171 -> 0.907 ms, 5x5 32->64 at 32 0.129 ->
+                # 0.105 (H100, 2026-11-27, results/grid_winograd_session33_*)
+                ("winograd", {"m": 4, "bk": 16, "tile": 64}),
                 # direct kernels for first layers of few channels (stride 1): VGG conv1_1 and fmnist-conv1/2, whose
                 # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
                 ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
