@@ -24,7 +24,7 @@ from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.run import tune as tune_module  # noqa: E402
 
 LAYERS = [  # (name, B,C,M,H,W,K,pad,stride, precisions): none is a ResNet-50 layer
-    ("5x5 96->256 at 27 (AlexNet conv2)", "32,96,256,27,27,5,2,1", ("float32", "float16")),
+    ("5x5 96->256 at 27 (AlexNet conv2)", "32,96,256,27,27,5,2,1", ("float32", "tf32", "float16")),
     ("11x11/4 3->96 at 227 (AlexNet conv1)", "32,3,96,227,227,11,0,4", ("float32",)),
     ("3x3 3->64 at 224 (VGG conv1_1)", "16,3,64,224,224,3,1,1", ("float32",)),
     ("1x1 512->256 at 28", "32,512,256,28,28,1,0,1", ("tf32", "float16")),
