@@ -131,7 +131,7 @@ class WinogradVariant(ImplicitGemmVariant):
         mp, ld = self.row_lengths(p, params, batch)
         smem = 4 * self.STAGES * params["bk"] * 2 * tile
         return [
-            Launch(kernel=f"{name}_filter", grid=(math.ceil(mp / 32), math.ceil(p.C / 8), 1), block=(256, 1, 1),
+            Launch(kernel=f"{name}_filter", grid=(math.ceil(p.C * mp / 256), 1, 1), block=(256, 1, 1),
                    args=("w", "u")),
             Launch(kernel=f"{name}_input", grid=(math.ceil(ld / 256), p.C, 1), block=(256, 1, 1),
                    args=("x", "v", "batch")),
