@@ -45,6 +45,7 @@ def main() -> int:
     variant = VARIANTS[args.variant]
     axes = [(name, values.split(",")) for name, values in (part.split("=", 1) for part in args.grid.split(";"))]
     gpu = GpuBackend()
+    names = {p.name for p in variant.params}
     plan = []
     for layer in args.layers.split(" " if " " in args.layers or "=" in args.layers else ","):
         name, _, shape = layer.partition("=")
@@ -52,18 +53,22 @@ def main() -> int:
         for precision in args.precisions.split(","):
             for values in itertools.product(*(v for _, v in axes)):
                 text = [f"{name}={value}" for (name, _), value in zip(axes, values, strict=True)]
-                params = {**PRECISION_PARAMS[precision], **parse_param_args(text)}
+                own = {k: v for k, v in PRECISION_PARAMS[precision].items() if k in names}
+                params = {**own, **parse_param_args(text)}
                 try:
-                    plan.append((problem, precision, params, variant.render(problem, params)))
+                    kernel = variant.render(problem, params)
                 except UserError:
                     continue  # refused (a hardware limit): not part of the grid
+                if kernel.precision == precision:  # a variant of one precision (wgmma_halo: TF32) runs in that one
+                    plan.append((problem, precision, params, kernel))
     started = time.monotonic()
     print(f"compiled {gpu.precompile([k for *_, k in plan], os.cpu_count())} sources in "
           f"{time.monotonic() - started:.0f} s", flush=True)
     rows, best = [], {}
     last = axes[-1][0]
     for problem, precision, _, kernel in plan:
-        params = {name: kernel.params[name] for name in (*PRECISION_PARAMS[precision], *(n for n, _ in axes))}
+        params = {name: kernel.params[name] for name in (*PRECISION_PARAMS[precision], *(n for n, _ in axes))
+                  if name in names}
         result = gpu.run(Job.make(args.variant, params, problem, "gpu", warmup=3, repeats=args.repeats), None, kernel)
         ms = result.metrics["time_ms"] if result.status == "passed" else None
         rows.append({"layer": problem.name, "precision": precision, **{n: params[n] for n, _ in axes},
