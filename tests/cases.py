@@ -13,6 +13,7 @@ WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  
 NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
 WINOGRAD_PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=3, pad=1, name="odd-3x3")  # winograd: 3x3 or 5x5 filters
 POINTWISE_PROBLEM = Problem(B=3, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120")  # wgmma_nchw: 1x1, stride 1
+HALO_PROBLEM = Problem(B=3, C=13, M=37, H=9, W=20, K=3, pad=1, name="odd-w20")  # wgmma_halo: W a multiple of 4
 
 
 def job_of(kernel, backend: str = "gpgpusim", **options) -> Job:
@@ -22,7 +23,7 @@ def job_of(kernel, backend: str = "gpgpusim", **options) -> Job:
 
 def problem_for(variant: str) -> Problem:
     return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM, "winograd": WINOGRAD_PROBLEM,
-            "wgmma_nchw": POINTWISE_PROBLEM}.get(variant, PROBLEM)
+            "wgmma_nchw": POINTWISE_PROBLEM, "wgmma_halo": HALO_PROBLEM}.get(variant, PROBLEM)
 
 
 def all_configs():

@@ -22,7 +22,7 @@ def test_variants_json(capsys):
     assert set(data) == {"global", "constant", "shared", "shared_weights", "shared_constant", "regtile",
                          "implicit_gemm", "conv_relu_pool", "im2col_gemm", "wmma", "wmma_nhwc", "mma_nhwc",
                          "mma_nchw", "implicit_gemm_async", "winograd", "fft", "wgmma_nhwc",
-                         "wgmma_nchw"}
+                         "wgmma_nchw", "wgmma_halo"}
     tile = next(p for p in data["shared"]["params"] if p["name"] == "tile")
     assert tile == {"name": "tile", "choices": ["8", "16", "32"], "default": "16", "help": tile["help"], "host": False}
     streams = next(p for p in data["shared"]["params"] if p["name"] == "streams")
@@ -104,11 +104,12 @@ def test_check_is_the_main_job(compile_cache):
     for name in ("wmma", "wmma_nhwc"):
         assert rows.pop(name)["render"].startswith("refused: output channels M for WMMA fragments")
     assert rows.pop("wgmma_nchw")["render"].startswith("refused: layers wgmma_nchw takes")  # 1x1 layers only
-    for col, text in rows.pop("wgmma_nhwc").items():  # sm_90a: CUDA 12 and newer only
-        if col.startswith("nvcc 11."):
-            assert text.startswith("skipped: CUDA 11.")
-        elif col.startswith("nvcc "):
-            assert text.startswith("ok,")
+    for name in ("wgmma_nhwc", "wgmma_halo"):
+        for col, text in rows.pop(name).items():  # sm_90a: CUDA 12 and newer only
+            if col.startswith("nvcc 11."):
+                assert text.startswith("skipped: CUDA 11.")
+            elif col.startswith("nvcc "):
+                assert text.startswith("ok,")
     for row in rows.values():
         compiled = [v for k, v in row.items() if k.startswith("nvcc ")]
         assert compiled and all(v.startswith("ok,") for v in compiled)

@@ -48,6 +48,21 @@ def test_pipelined_gemms_do_not_spill_on_suite_layers(variant, params, layer):
         assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
 
 
+# wgmma_halo's largest register and shared-memory settings on the layers it wins: 128 float sums a thread and the
+# fragments of three taps, without a spill.
+HALO = [{"tile_m": 64, "tile_n": 512}, {"tile_m": 128, "tile_n": 256},
+        {"tile_m": 256, "tile_n": 128, "stages": 2}]
+
+
+@pytest.mark.parametrize("layer", ["vgg16-conv1_2", "resnet50-3x3-64-64-56", "vgg16-conv3_2"])
+@pytest.mark.parametrize("params", HALO, ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in HALO])
+def test_wgmma_halo_does_not_spill_on_suite_layers(params, layer):
+    kernel = render("wgmma_halo", get_problem(layer), params)
+    compiled = compile_kernel(kernel.source, "sm_90a", kernel.fingerprint(("sm_90a",)), toolkit=MODERN_NVCC)
+    for name in kernel.kernel_names:
+        assert compiled.resources[name]["spill_store_bytes"] == 0, (name, compiled.log)
+
+
 GATHER = [{"io": "float16", "gather": True}, {"io": "float16", "gather": True, "tile_m": 256, "stages": 4},
           {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True},
           {"precision": "tf32", "gather": True, "tile_m": 256, "tile_n": 64},

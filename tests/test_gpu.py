@@ -515,6 +515,32 @@ def test_more_streams_than_images_is_refused(gpu):
     assert result.status == "refused" and "streams" in result.reason and "the batch, 2" in result.reason
 
 
+
+# wgmma_halo: ragged C (past a k step) and M (past a tile), 5x5 and unpadded filters, tiles that span output rows
+# (56 + 4 slots a row) and rows longer than a tile (224 + 4), an image's last tile part-empty.
+HALO_SHAPES = [Problem(B=3, C=13, M=37, H=9, W=20, K=3, pad=1, name="odd-3x3"),
+               Problem(B=2, C=21, M=70, H=12, W=16, K=5, pad=2, name="odd-5x5"),
+               Problem(B=2, C=9, M=64, H=10, W=12, K=3, pad=0, name="unpadded"),
+               Problem(B=2, C=64, M=64, H=17, W=56, K=3, pad=1, name="rows-56"),
+               Problem(B=1, C=16, M=130, H=5, W=224, K=3, pad=1, name="rows-224")]
+HALO_CONFIGS = [{}, {"tile_m": 64, "tile_n": 512}, {"tile_m": 256, "tile_n": 128, "stages": 2},
+                {"tile_m": 64, "tile_n": 128, "bk": 16}, {"tile_n": 128, "stages": 4}, {"bk": 16, "stages": 2},
+                {"tile_m": 64, "tile_n": 128, "stages": 2}]
+
+
+@pytest.mark.parametrize("problem", HALO_SHAPES, ids=[p.name for p in HALO_SHAPES])
+@pytest.mark.parametrize("params", HALO_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) or "default" for p in HALO_CONFIGS])
+def test_wgmma_halo_matches_reference(gpu, params, problem):
+    """Every tap a shifted read of one x tile: the zero slots between rows stand for the padding on both sides."""
+    try:
+        kernel = VARIANTS["wgmma_halo"].render(problem, params)
+    except LimitError as exc:
+        pytest.skip(f"refused, as it should be: {exc}")
+    result = run(gpu, kernel, problem.B, seed=9, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
 # ---- the GPU reference catches injected faults at every size and precision ---------------------------
 
 FAULT_PROBLEMS = [get_problem("batch3x3"), get_problem("fmnist-conv2", batch=100),

@@ -1,7 +1,9 @@
 
+import math
 import re
 
 import jinja2
+import numpy as np
 import pytest
 from cases import ALL, NHWC_PROBLEM, PROBLEM, WMMA_PROBLEM, problem_for
 
@@ -757,3 +759,74 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
         render("wgmma_nchw", layer, {"precision": "tf32", "io": "float16"})
     with pytest.raises(LimitError, match="shared memory per block .* use fewer stages or a smaller tile_m"):
         render("wgmma_nchw", layer, {"tile_m": 256, "stages": 5})  # float x: 5 x (32 + 33) KB
+
+
+HALO_LAYERS = [Problem(B=2, C=13, M=37, H=9, W=20, K=3, pad=1, name="odd-3x3"),
+               Problem(B=1, C=5, M=6, H=7, W=12, K=5, pad=2, name="5x5"),
+               Problem(B=1, C=3, M=4, H=6, W=8, K=3, pad=0, name="unpadded"),
+               Problem(B=1, C=2, M=3, H=5, W=56, K=3, pad=1, name="rows-56")]
+
+
+@pytest.mark.parametrize("problem", HALO_LAYERS, ids=[p.name for p in HALO_LAYERS])
+@pytest.mark.parametrize("tile_n", [128, 256, 512])
+def test_wgmma_halo_tile_layout_computes_the_convolution(problem, tile_n):
+    """The kernel's indexing, replayed in numpy with the layout simflow renders: each tile's x rows at slot
+    j WQ + Z + ix of a channel's PITCH floats, the Z slots before each row zeros, and position q's tap (ky, kx)
+    read at slot q - base + ky WQ + kx + Z - PAD. Every read stays inside the tile (junk positions included),
+    every read of a stored position is a real pixel or a zero slot, and the stored positions are the layer."""
+    params = VARIANTS["wgmma_halo"].resolve({"tile_m": 64, "tile_n": tile_n, "stages": 2})
+    v = VARIANTS["wgmma_halo"].layout(problem, params)
+    p, wq, z, bp, pitch = problem, v["wq"], v["z"], v["bp"], v["pitch"]
+    assert pitch % 32 == 8 and wq % 4 == 0 and z >= p.pad
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((p.C, p.H, p.W))
+    w = rng.standard_normal((p.M, p.C, p.K, p.K))
+    y = np.zeros((p.M, p.Hout, p.Wout))
+    qimg = p.Hout * wq
+    for q0 in range(0, qimg, bp):
+        r_first = q0 // wq
+        rows = min(q0 + bp - 1, qimg - 1) // wq - r_first + p.K
+        assert rows <= v["nrmax"]
+        tile = np.full((p.C, pitch), np.nan)  # what no copy writes reads as NaN
+        for j in range(v["nrmax"] + 1):
+            tile[:, j * wq:j * wq + z] = 0.0
+        for j in range(rows):
+            iy = r_first - p.pad + j
+            tile[:, j * wq + z:j * wq + z + p.W] = x[:, iy] if 0 <= iy < p.H else 0.0
+        u = np.arange(bp) + q0 - r_first * wq
+        out = np.zeros((p.M, bp))
+        for ky in range(p.K):
+            for kx in range(p.K):
+                slots = u + ky * wq + kx + z - p.pad
+                assert slots.max() < pitch
+                out += w[:, :, ky, kx] @ tile[:, slots]
+        q = q0 + np.arange(bp)
+        stored = (q < qimg) & (q % wq < p.Wout)
+        assert not np.isnan(out[:, stored]).any()
+        y[:, q[stored] // wq, q[stored] % wq] = out[:, stored]
+    want = np.zeros_like(y)
+    padded = np.pad(x, ((0, 0), (p.pad, p.pad), (p.pad, p.pad)))
+    for ky in range(p.K):
+        for kx in range(p.K):
+            want += np.einsum("mc,chw->mhw", w[:, :, ky, kx], padded[:, ky:ky + p.Hout, kx:kx + p.Wout])
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+def test_wgmma_halo_launches_and_refusals():
+    vgg = get_problem("vgg16-conv1_2")
+    kernel = render("wgmma_halo", vgg, {"tile_m": 64, "tile_n": 512})
+    weights, gemm = kernel.launches(16)
+    # 16 images x 224 rows of 228 slots in tiles of 512 positions, one channel tile
+    assert gemm.grid == (16 * math.ceil(224 * 228 / 512), 1, 1) and gemm.block == (256, 1, 1)
+    assert gemm.args == ("x", "wt", "y", "batch") and weights.args == ("w", "wt")
+    # the weights: 8 k steps of 9 taps x 64 rows x 32 bytes, written 16 bytes a thread
+    assert kernel.workspace(16) == {"wt": 8 * 9 * 64 * 32 // 4} and weights.grid == (8 * 9 * 64 * 2 // 256, 1, 1)
+    assert gemm.dynamic_smem <= 227 * 1024 and "constexpr int TB = 3;" in kernel.source
+    assert kernel.precision == "tf32" and kernel.arch == "sm_90a" and "wgmma exists on sm_90a only" in \
+        kernel.sim_unsupported
+    for layer, params, match in ((get_problem("resnet50-3x3-128-128-56-s2"), {}, "stride of wgmma_halo"),
+                                 (get_problem("vgg16-conv5_1"), {}, r"image width .* W=14"),
+                                 (vgg, {"tile_m": 256, "tile_n": 512}, "float sums a thread .* 512"),
+                                 (vgg, {"tile_m": 128, "stages": 4, "bk": 16}, "shared memory per block .* stages=4")):
+        with pytest.raises(LimitError, match=match):
+            render("wgmma_halo", layer, params)

@@ -686,6 +686,99 @@ class WgmmaNchwVariant(Variant):
 
 
 @dataclass(frozen=True)
+class WgmmaHaloVariant(Variant):
+    """TF32 wgmma on a K x K stride-1 layer with x read where it lies (NCHW), each pixel once a block: a tile is
+    tile_n consecutive output positions of one image (rows of pitch W + Z, Z zero slots a row) x tile_m output
+    channels; a k step copies its channels' input rows, halo included, by 16-byte cp.async, and every tap is a
+    shifted read of that tile into wgmma's A registers. wgmma_nhwc first makes a channel-last copy of x (a quarter of
+    its time on VGG-16's large 3x3 layers) and its GEMM reads every pixel once a tap, from L2; wgmma_nchw's tap-by-tap
+    form (session 32) copied 4 bytes at a time and ran 1.4-2x slower. The weights are laid out once (a `_w` kernel)
+    as the stages hold them: for each tap and 8 channels, a K-major tile of tile_m rows of 32 bytes."""
+
+    SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
+    ACCUMULATORS = 128  # float sums a thread (tile_m x tile_n / 256): one block an SM, 255 registers a thread
+
+    def check(self, problem: Problem, params: dict) -> None:
+        _refuse_stride(self.name, problem, "every tap is the x tile shifted by whole pixels")
+        if problem.W % 4:
+            raise LimitError(f"image width of {self.name} (each x row one bulk copy of whole 16-byte units, "
+                             "16-byte aligned)", f"W={problem.W}", "a multiple of 4", "use wgmma_nhwc on this layer")
+        sums = params["tile_m"] * params["tile_n"] // 256
+        if sums > self.ACCUMULATORS:
+            raise LimitError(f"float sums a thread of {self.name} (tile_m x tile_n / 256 threads)",
+                             f"{sums} (tile_m={params['tile_m']}, tile_n={params['tile_n']})",
+                             str(self.ACCUMULATORS), "halve tile_m or tile_n")
+        need = self.smem_bytes(problem, params)
+        if need > self.SMEM_LIMIT:
+            v = self.layout(problem, params)
+            raise LimitError("shared memory per block (sm_90)", f"{need:,} bytes for stages={params['stages']} of "
+                             f"{v['w_bytes']:,} bytes of weights and a {v['x_bytes']:,}-byte x tile ({params['bk']} "
+                             f"channels x {v['nrmax']} rows of {v['wq']} slots)", f"{self.SMEM_LIMIT:,} bytes",
+                             "use fewer stages, bk=8, or a smaller tile_m or tile_n")
+
+    def precision_of(self, params: dict) -> str:
+        return "tf32"
+
+    def arch(self, params: dict) -> str:
+        return "sm_90a"
+
+    def sim_unsupported(self, params: dict) -> str:
+        return WgmmaNhwcVariant.sim_unsupported(self, params)
+
+    @staticmethod
+    def layout(problem: Problem, params: dict) -> dict:
+        """Template values: the zero slots a row (Z: at least the padding, a multiple of 4), the row pitch WQ, the
+        most input rows a tile reads, the x tile's channel stride (it covers every slot a junk position reads too;
+        % 32 == 8 for conflict-free fragment reads), the weight tile groups (four taps each) and the bytes of a
+        stage's parts (a tap's weights: tile_m rows of 8 channels, 32 bytes, for each 8 channels)."""
+        k, bn, bp, bk = problem.K, params["tile_m"], params["tile_n"], params["bk"]
+        z = _round_up(problem.pad, 4)
+        wq = problem.W + z
+        nrmax = (wq + bp - 2) // wq + k
+        last_read = (wq - 1) + (bp - 1) + (k - 1) * (wq + 1) + z - problem.pad
+        plane = max(nrmax * wq + z, last_read + 1)
+        pitch = plane + (8 - plane) % 32
+        w_bytes = bk // 8 * k * k * bn * 32
+        x_bytes = _round_up(bk * pitch * 4, 1024)
+        msub = bp // 128
+        # taps whose wgmmas go out together between waits: about 12 m64n64k8's worth (384 cycles of tensor work at
+        # the full rate), with at most 48 fragment registers
+        tb = max(1, min(k * k, math.ceil(12 / (msub * bn // 64)), 12 // msub))
+        return {"bn": bn, "bp": bp, "bk": bk, "msub": msub, "tb": tb, "z": z, "wq": wq, "nrmax": nrmax,
+                "pitch": pitch, "w_bytes": w_bytes, "x_bytes": x_bytes,
+                "tiles_img": math.ceil(problem.Hout * wq / bp), "yv": 4 if problem.Wout % 4 == 0 else 1}
+
+    def smem_bytes(self, problem: Problem, params: dict) -> int:
+        """The stages (weights, then the x tile), or the output tile that reuses them after the k loop, the stages'
+        mbarriers, and 1024 bytes to align the tiles."""
+        return self.barriers_at(problem, params) + 8 * params["stages"] + 1024
+
+    def barriers_at(self, problem: Problem, params: dict) -> int:
+        """Where the stages' mbarriers lie: past the stages, or the output tile that reuses them."""
+        v = self.layout(problem, params)
+        return max(params["stages"] * (v["w_bytes"] + v["x_bytes"]), v["bn"] * (v["bp"] + 4) * 4)
+
+    def extra_context(self, problem: Problem, params: dict) -> dict:
+        return {**self.layout(problem, params), "bars": self.barriers_at(problem, params)}
+
+    def weight_bytes(self, problem: Problem, params: dict) -> int:
+        v = self.layout(problem, params)
+        return math.ceil(problem.C / params["bk"]) * math.ceil(problem.M / params["tile_m"]) * v["w_bytes"]
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        return {"wt": self.weight_bytes(kernel.problem, kernel.params) // 4}
+
+    def launches(self, kernel: Kernel, batch: int) -> list[Launch]:
+        p, params = kernel.problem, kernel.params
+        name = f"conv2d_{self.name}"
+        tiles = math.ceil(p.M / params["tile_m"]) * batch * self.layout(p, params)["tiles_img"]
+        parts = self.weight_bytes(p, params) // 16  # a thread of the _w kernel writes 16 bytes
+        return [Launch(kernel=f"{name}_w", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1), args=("w", "wt")),
+                Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
+                       args=("x", "wt", "y", "batch"))]
+
+
+@dataclass(frozen=True)
 class ImplicitGemmAsyncVariant(Variant):
     """fp32 implicit GEMM with k ordered tap-major, so a k step is BK channels of one tap: each thread's column
     is decomposed once and a step costs one bounds test, no division (the route that made wmma_nhwc fast),
