@@ -122,7 +122,12 @@ STARTS = {  # precision -> (variant, params), the rest of each variant's paramet
              ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "stages": 5, "persistent": True}),
              # 224-pixel tiles: VGG conv5's 16 x 14 x 14 pixels are 14 whole tiles (256: 13, the last a quarter
              # full), stream-K 77.6 -> 76.3 us (H100, 2026-11-27, PERFORMANCE.md session 32)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 224, "stream_k": True})],
+             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 224, "stream_k": True}),
+             # x read in place and each pixel once a block, the taps shifted reads of a run of rows with their halo:
+             # VGG conv1_2 0.462 -> 0.306 ms, conv2_2 0.273 -> 0.262, 3x3 64->64 at 56 (batch 32) 0.070 -> 0.054
+             # (H100, 2026-11-28, PERFORMANCE.md session 34)
+             ("wgmma_halo", {"tile_m": 64, "tile_n": 512}), ("wgmma_halo", {"tile_m": 128, "tile_n": 256}),
+             ("wgmma_halo", {"tile_m": 128, "tile_n": 128, "stages": 2})],
     "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
                 # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
                 ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
