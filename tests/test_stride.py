@@ -57,6 +57,10 @@ def test_every_variant_takes_a_stride_or_refuses_it_by_name(variant):
         with pytest.raises(LimitError, match=f"stride of {variant} .* needs 2, the limit is 1; use implicit_gemm"):
             render(variant, STRIDED)
         return
+    if variant == "wgmma_halo":  # the TF32 tensor-core kernel that takes a stride is named
+        with pytest.raises(LimitError, match="stride of wgmma_halo .* needs 2, the limit is 1; use wgmma_nhwc"):
+            render(variant, STRIDED)
+        return
     if variant == "wgmma_nchw":  # 1x1 layers without padding only (a stride it takes)
         with pytest.raises(LimitError, match="layers wgmma_nchw takes .*K=3, pad=1.*use wgmma_nhwc or mma_nchw"):
             render(variant, STRIDED)

@@ -699,7 +699,9 @@ class WgmmaHaloVariant(Variant):
     ACCUMULATORS = 128  # float sums a thread (tile_m x tile_n / 256): one block an SM, 255 registers a thread
 
     def check(self, problem: Problem, params: dict) -> None:
-        _refuse_stride(self.name, problem, "every tap is the x tile shifted by whole pixels")
+        if problem.stride != 1:
+            raise LimitError(f"stride of {self.name} (every tap is the x tile shifted by whole pixels)",
+                             str(problem.stride), "1", "use wgmma_nhwc on this layer")
         if problem.W % 4:
             raise LimitError(f"image width of {self.name} (each x row one bulk copy of whole 16-byte units, "
                              "16-byte aligned)", f"W={problem.W}", "a multiple of 4", "use wgmma_nhwc on this layer")
