@@ -687,13 +687,14 @@ class WgmmaNchwVariant(Variant):
 
 @dataclass(frozen=True)
 class WgmmaHaloVariant(Variant):
-    """TF32 wgmma on a K x K stride-1 layer with x read where it lies (NCHW), each pixel once a block: a tile is
-    tile_n consecutive output positions of one image (rows of pitch W + Z, Z zero slots a row) x tile_m output
-    channels; a k step copies its channels' input rows, halo included, by 16-byte cp.async, and every tap is a
-    shifted read of that tile into wgmma's A registers. wgmma_nhwc first makes a channel-last copy of x (a quarter of
-    its time on VGG-16's large 3x3 layers) and its GEMM reads every pixel once a tap, from L2; wgmma_nchw's tap-by-tap
-    form (session 32) copied 4 bytes at a time and ran 1.4-2x slower. The weights are laid out once (a `_w` kernel)
-    as the stages hold them: for each tap and 8 channels, a K-major tile of tile_m rows of 32 bytes."""
+    """TF32 wgmma on a K x K stride-1 layer with x read where it lies (NCHW), each pixel once a block: a tile is tile_n
+    consecutive output positions of one image (rows of pitch W + Z, Z zero slots a row) x tile_m output channels; a k
+    step copies its channels' input rows, halo included, a bulk copy (cp.async.bulk) a row counted on an mbarrier, and
+    every tap is a shifted read of that tile into wgmma's A registers. wgmma_nhwc first makes a channel-last copy of x
+    (a quarter of its time on VGG-16's large 3x3 layers) and its GEMM reads every pixel once a tap, from L2;
+    wgmma_nchw's tap-by-tap form (session 32) copied 4 bytes at a time and ran 1.4-2x slower. The weights are laid out
+    once (a `_w` kernel) as the stages hold them: for each tap and 8 channels, a K-major tile of tile_m rows of 32
+    bytes."""
 
     SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
     ACCUMULATORS = 128  # float sums a thread (tile_m x tile_n / 256): one block an SM, 255 registers a thread
@@ -731,7 +732,7 @@ class WgmmaHaloVariant(Variant):
     def layout(problem: Problem, params: dict) -> dict:
         """Template values: the zero slots a row (Z: at least the padding, a multiple of 4), the row pitch WQ, the
         most input rows a tile reads, the x tile's channel stride (it covers every slot a junk position reads too;
-        % 32 == 8 for conflict-free fragment reads), the weight tile groups (four taps each) and the bytes of a
+        % 32 == 8 for conflict-free fragment reads), the taps whose wgmmas go out together, and the bytes of a
         stage's parts (a tap's weights: tile_m rows of 8 channels, 32 bytes, for each 8 channels)."""
         k, bn, bp, bk = problem.K, params["tile_m"], params["tile_n"], params["bk"]
         z = _round_up(problem.pad, 4)
