@@ -515,7 +515,6 @@ def test_more_streams_than_images_is_refused(gpu):
     assert result.status == "refused" and "streams" in result.reason and "the batch, 2" in result.reason
 
 
-
 # wgmma_halo: ragged C (past a k step) and M (past a tile), 5x5 and unpadded filters, tiles that span output rows
 # (56 + 4 slots a row) and rows longer than a tile (224 + 4), an image's last tile part-empty.
 HALO_SHAPES = [Problem(B=3, C=13, M=37, H=9, W=20, K=3, pad=1, name="odd-3x3"),
@@ -540,6 +539,7 @@ def test_wgmma_halo_matches_reference(gpu, params, problem):
     result = run(gpu, kernel, problem.B, seed=9, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
 
 # ---- the GPU reference catches injected faults at every size and precision ---------------------------
 
