@@ -296,15 +296,19 @@ def problems(suite_name: str | None = None) -> tuple[list[dict], float]:
 
 
 def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config: str | None = None,
-                results: str | Path | None = None) -> list[RunResult]:
-    """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`."""
+                again: bool = False, results: str | Path | None = None) -> list[RunResult]:
+    """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`. A log stored already
+    (the same bytes) is not stored again unless `again`: its stored run (a StoredRun) stands in its place."""
     from .results.store import Store
     from .sim.log import named_logs
-    from .sim.log_import import import_log
+    from .sim.log_import import import_log, stored_already
 
     done = []
     with Store(_results(results)) as store, named_logs(logs) as named:
         for name, path in named:
+            if not again and (found := stored_already(store, path)) is not None:
+                done.append(found)
+                continue
             result = import_log(path, dict(labels or {}), config, _results(results), "stdin" if name == "-" else "")
             store.add(result)
             done.append(result)
@@ -417,12 +421,13 @@ def explain(a: str, b: str, *, force: bool = False, kernel: str | None = None,
 
 
 def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = ("variant",),
-           metrics: list[str] | None = None, baseline: str | None = None,
+           metrics: list[str] | None = None, baseline: str | None = None, all_statuses: bool = False,
            results: str | Path | None = None) -> list[Path]:
     """index.html, report.md and the plots of the matching runs in `output`, as `simflow report`."""
     from .analysis.report import write_report
 
-    return write_report(find_runs(*filters, results=results), Path(output), list(by), metrics, baseline)
+    return write_report(find_runs(*filters, results=results), Path(output), list(by), metrics, baseline,
+                        all_statuses=all_statuses)
 
 
 def correlate(*filters: str, metrics: list[str] | None = None, results: str | Path | None = None):

@@ -51,7 +51,8 @@ EXAMPLES = {
     "compare": ["simflow compare --by variant --baseline global",
                 "simflow compare config=SM7_QV100 --by variant,tile -f markdown -o compare.md"],
     "import": ["simflow import simflow-results/runs/RUN_ID"],
-    "import-log": ["simflow import-log bfs.log.gz --label app=bfs", "zcat run.log.gz | simflow import-log -"],
+    "import-log": ["simflow import-log bfs.log.gz --label app=bfs --label problem=graph1M",
+                   "zcat run.log.gz | simflow import-log -l problem=N4K4 -"],
     "sweep": ["simflow sweep my-sweep.toml --dry-run", "simflow sweep my-sweep.toml -j 2 --executor dask"],
     "tune": ["simflow tune shared regtile --problem fmnist-conv1 --runs 20",
              "simflow tune --all --backend gpgpusim --problem batch3x3 -j 2"],
@@ -520,7 +521,11 @@ def _import_log_args(p: argparse.ArgumentParser) -> None:
                                                           "input)")
     p.add_argument("--label", "-l", action="append", default=[], metavar="KEY=VALUE",
                    help="a label for every log given (repeatable): app=, variant=, config=, problem= or any key; "
-                        "labels act as parameters in filters, compare --by and reports (default app = file name)")
+                        "labels act as parameters in filters, compare --by and reports (default app = file name). "
+                        "problem=NAME says what the log ran: runs are compared only with runs of the same problem, "
+                        "and a log without it is compared with nothing")
+    p.add_argument("--again", action="store_true", help="store a log again although the same log (the same bytes) "
+                                                        "is stored already (e.g. under other labels)")
     p.add_argument("--config", help="the config's name (default: the config= label, else 'as-logged'); logs whose "
                                     "printed options differ are never mixed in one comparison table")
     _results_arg(p)
@@ -530,15 +535,26 @@ def _import_log_args(p: argparse.ArgumentParser) -> None:
 @command("import-log", _import_log_args, help="store GPGPU-Sim logs from any application as gpgpusim runs")
 def cmd_import_log(args) -> int:
     from . import api
+    from .results.store import StoredRun
     from .sim.log_import import parse_labels
 
-    done = api.import_logs(*args.logs, labels=parse_labels(args.label), config=args.config, results=_results(args))
+    labels = parse_labels(args.label)
+    done = api.import_logs(*args.logs, labels=labels, config=args.config, again=args.again, results=_results(args))
     for name, result in zip(args.logs, done, strict=True):
+        if isinstance(result, StoredRun):
+            print(f"simflow: {name} is stored already, as run {result.id} (labels "
+                  f"{','.join(f'{k}={v}' for k, v in result.params.items())}); nothing stored (--again stores it "
+                  "again)", file=sys.stderr)
+            continue
         for note in filter(None, result.environment.get("parse_notes", "").split("; ")):
             print(f"simflow: note: {name}: {note}", file=sys.stderr)
+    if "problem" not in labels and not all(isinstance(r, StoredRun) for r in done):
+        print("simflow: note: no problem= label: what these logs ran is unknown, so compare, diff and explain set "
+              "them against no other run (label it: -l problem=NAME)", file=sys.stderr)
     data = [{"id": r.run_id, "log": r.artifacts["log"], "status": r.status, "reason": r.reason,
-             "kernels": r.kernels, "labels": r.params} for r in done]
-    rows = [{"id": r.run_id, "log": name, "status": r.status, "kernels": len(r.kernels), "reason": r.reason}
+             "kernels": r.kernels, "labels": r.params, "stored": not isinstance(r, StoredRun)} for r in done]
+    rows = [{"id": r.run_id, "log": name, "status": r.status, "kernels": len(r.kernels),
+             "stored": "already" if isinstance(r, StoredRun) else "now", "reason": r.reason}
             for name, r in zip(args.logs, done, strict=True)]
     _out(args, data, rows)
     return 0 if all(r.status == "passed" for r in done) else 2
@@ -638,6 +654,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", default="variant", help="group key(s), comma-separated")
     p.add_argument("--metrics", help="comma-separated metric names")
     p.add_argument("--baseline", help="the group the others are compared with")
+    p.add_argument("--all-statuses", action="store_true",
+                   help="also runs that did not pass, in the tables and listed with their reasons")
     _results_arg(p)
 
 
@@ -649,7 +667,7 @@ def cmd_report(args) -> int:
     if not folder:
         raise UserError("simflow report needs the folder to write into: --dir DIR (-d DIR)")
     for path in api.report(*args.filters, output=folder, by=args.by.split(","), metrics=_metric_list(args),
-                           baseline=args.baseline, results=_results(args)):
+                           baseline=args.baseline, all_statuses=args.all_statuses, results=_results(args)):
         print(path)
     return 0
 

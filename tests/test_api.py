@@ -37,7 +37,8 @@ def test_problem_of_takes_a_preset_a_shape_or_a_problem():
 
 def test_the_store_as_dataframes(tmp_path):
     logs = [DATA / "gpgpusim-dev_qv100_global-then-shared.log.gz", DATA / "gpgpusim-dev_qv100_shared-only.log.gz"]
-    stored = sf.import_logs(*logs, labels={"study": "api", "config": "qv100"}, results=tmp_path)
+    stored = sf.import_logs(*logs, labels={"study": "api", "config": "qv100", "problem": "N4K4"},
+                            results=tmp_path)
     frame = sf.runs("study=api", results=tmp_path)
     assert list(frame["id"]) == [r.run_id for r in stored]
     assert {"id", "variant", "backend", "status", "app", "param_config", "gpu_sim_cycle"} <= set(frame.columns)

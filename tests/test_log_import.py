@@ -97,7 +97,8 @@ def test_imported_logs_through_the_cli(tmp_path):
     assert sum(r["effect"] for r in data["issue_slots"]) == pytest.approx(data["cycles"]["delta"])
     assert data["cycles"]["launch_latency"] == [10000, 30000]  # 2 and 6 launches of 5000 cycles
     with Store(tmp_path) as store:
-        assert {r.problem.describe() for r in store.runs()} == {"imported (an imported log)"}
+        described = {r.problem.describe() for r in store.runs()}
+    assert described == {"unknown problem (a log imported without -l problem=NAME)"}
 
 
 def test_report_of_imported_logs(tmp_path):
@@ -106,7 +107,9 @@ def test_report_of_imported_logs(tmp_path):
     proc = simflow("report", "--by", "app", "-d", str(tmp_path / "report"), env=env)
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "report" / "report.md").read_text()
-    assert "imported (an imported log)" in md and "app=accelsim-fork_qv100_saxpy-scale-x3" in md
+    # a conv kernel's log and saxpy's, neither labelled with its problem: two tables, never one against the other
+    assert md.count("on unknown problem (a log imported without -l problem=NAME)") == 2
+    assert "2 run(s) of unknown problem, each alone" in md and "app=accelsim-fork_qv100_saxpy-scale-x3" in md
 
 
 def test_parse_several_logs_one_table(tmp_path):
@@ -172,7 +175,7 @@ def test_import_log_keeps_the_timeline_of_any_log_with_progress_samples(tmp_path
 def test_compare_says_why_imported_logs_make_separate_tables(tmp_path):
     env = {"SIMFLOW_RESULTS": str(tmp_path)}
     upstream = DATA / "gpgpusim-dev_qv100_global-only.log.gz"
-    assert simflow("import-log", str(upstream), str(FORK_TWO), env=env).returncode == 0
+    assert simflow("import-log", str(upstream), str(FORK_TWO), "-l", "problem=batch3x3", env=env).returncode == 0
     apart = simflow("compare", "--by", "app", "--json", env=env)
     data = json.loads(apart.stdout)
     assert len(data["tables"]) == 2 and data["split"] == apart.stderr.splitlines()[0]

@@ -33,7 +33,7 @@ def test_dynamic_shared_memory_comes_from_the_programs_launch_line():
 
 
 def _imported(tmp_path, *logs, labels=None):
-    runs = [import_log(log, dict(labels or {}), None, tmp_path) for log in logs]
+    runs = [import_log(log, {"problem": "batch3x3", **(labels or {})}, None, tmp_path) for log in logs]  # one program
     with Store(tmp_path) as store:
         for run in runs:
             store.add(run)

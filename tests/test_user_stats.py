@@ -87,7 +87,8 @@ def test_a_name_defined_in_two_files_is_refused(tmp_path, stats_file):
 def test_user_stats_through_import_log_diff_compare_and_report(tmp_path, stats_file):
     env = {"SIMFLOW_RESULTS": str(tmp_path / "results")}
     for log in (TWO, SHARED_ONLY):
-        proc = simflow("import-log", str(log), "--stats", str(stats_file), "-l", "config=qv100", env=env)
+        proc = simflow("import-log", str(log), "--stats", str(stats_file), "-l", "config=qv100", "-l", "problem=N4K4",
+                       env=env)
         assert proc.returncode == 0, proc.stderr
     parsed = simflow("parse", str(TWO), "--json", env={"SIMFLOW_STATS": str(stats_file)})
     assert json.loads(parsed.stdout)["per_kernel"][0]["partition_util"] == 4.0816

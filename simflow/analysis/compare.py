@@ -14,7 +14,7 @@ from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
-from ..results.store import StoredRun, shape_key
+from ..results.store import StoredRun, problem_key, shape_key
 
 DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
 # Bookkeeping, not performance: left out of a diff unless asked for by name.
@@ -37,20 +37,31 @@ def comparable(a: StoredRun, b: StoredRun) -> str:
     """'' when a diff of the two means something, else why not. A model's run and a run that measures it (a
     simulator run and a hardware-counter run) of the same problem compare on the metrics both have, normalised
     (the measuring backend's `aligned`)."""
+    if a.id != b.id and (why := problem_differs(a, b)):
+        return why
     if measuring(a.backend, b.backend):
-        if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
-            return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
         return ""
     if a.backend != b.backend:
         return f"backend differs ({a.backend} vs {b.backend})"
-    if a.problem.as_dict() | {"name": ""} != b.problem.as_dict() | {"name": ""}:
-        return f"problem differs ({a.problem.describe()} vs {b.problem.describe()})"
     if a.config_key != b.config_key:
         return f"simulator config differs ({a.config} vs {b.config}{_option_changes(a, b)})"
     if a.config_hash and b.config_hash and a.config_hash != b.config_hash:
         return (f"the simulator read different config files (hash {a.config_hash} vs {b.config_hash}): "
                 "another simulator install or version")
     return ""
+
+
+def problem_differs(a: StoredRun, b: StoredRun) -> str:
+    """'' when the two ran one problem, else why not, naming both: a different shape or label, or a problem that
+    is unknown (a log imported without a problem= label could have run anything)."""
+    ka, kb = problem_key(a.problem), problem_key(b.problem)
+    if ka is not None and ka == kb:
+        return ""
+    if ka is not None and kb is not None:
+        return f"problem differs (A: {a.problem.describe()}; B: {b.problem.describe()})"
+    sides = "; ".join(f"{x}: " + ("a log imported without -l problem=NAME" if key is None else run.problem.describe())
+                      for x, key, run in (("A", ka, a), ("B", kb, b)))
+    return f"problem unknown ({sides}); label a log's problem when importing it"
 
 
 def _option_changes(a: StoredRun, b: StoredRun) -> str:
@@ -308,8 +319,13 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
         raise UserError("no passed run matches: " + "; ".join(left + [_failing_note(failing)] if failing else left))
 
     def split_key(run: StoredRun) -> tuple:
+        problem = problem_key(run.problem)
+        if problem is None:  # an unlabelled log is set against nothing (but with --force)
+            problem = f"unknown {run.id}"
+        elif {"problem", "batch"} & set(by):
+            problem = ""
         return (("" if force else run.backend), ("" if force or "config" in by else run.config_key),
-                ("" if force or {"problem", "batch"} & set(by) else shape_key(run.problem)))
+                ("" if force else problem))
 
     splits: dict[tuple, list[StoredRun]] = {}
     for run in shown:
@@ -351,8 +367,12 @@ def _split_reason(parts: list[list[StoredRun]]) -> str:
 
             detail = f"same name, other options: {config_changes(*logs) or 'print-only options'}"
         why.append(f"simulator configs differ ({detail}; --by config puts them in one table)")
-    if len({shape_key(r.problem) for r in firsts}) > 1:
+    unknown = sum(1 for r in firsts if problem_key(r.problem) is None)
+    if len({problem_key(r.problem) for r in firsts if problem_key(r.problem) is not None}) > 1:
         why.append("problems differ (--by problem puts them in one table)")
+    if unknown:
+        why.append(f"{unknown} run(s) of unknown problem, each alone (label each log's problem when importing it: "
+                   "simflow import-log -l problem=NAME; --force compares them anyway)")
     return f"{len(parts)} tables: " + "; ".join(why)
 
 
@@ -413,7 +433,8 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
                    for v in {r.variant for r in runs})
 
     candidates = ["variant", *sorted({k for r in runs for k in r.params}), "problem", "batch", "backend", "config"]
-    keys = list(by) + [k for k in candidates if k not in by and varies(k)]
+    keys = list(dict.fromkeys([*by, *(k for k in candidates if varies(k))]))  # a key once (a log's problem= label
+    # is also a parameter)
     groups: dict[str, StoredRun] = {}
     for run in sorted(runs, key=lambda r: r.created):  # the newest of a group wins
         groups[run.label(keys)] = run
@@ -447,6 +468,10 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
     if first.config and "config" not in keys:
         where.append(f"config {first.config}")
     title = " ".join(where[:2]) + (f", {where[2]}" if len(where) > 2 else "")
+    problems = [problem_key(r.problem) for r in groups.values()]
+    if len(set(problems)) > 1 or (len(problems) > 1 and None in problems):  # joined by --by problem or --force
+        title += " (NOT LIKE WITH LIKE: " + ("unknown problems" if None in problems else "different problems") + \
+            "; a speed-up here compares different work)"
     return Table(title, pd.DataFrame(rows), base, {k: _identity(r) for k, r in groups.items()},
                  backends[0] if len(backends) == 1 else "", found or baseline is None), len(runs) - len(groups)
 

@@ -54,14 +54,17 @@ class Section:
 
 
 def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: list[str] | None = None,
-                 baseline: str | None = None) -> list[Path]:
-    """Write index.html, report.md and the figures (SVG) into `folder`; returns their paths."""
+                 baseline: str | None = None, *, all_statuses: bool = False) -> list[Path]:
+    """Write index.html, report.md and the figures (SVG) into `folder`; returns their paths. all_statuses: runs
+    that did not pass join the tables and are listed with their reasons."""
     import jinja2
 
     if not runs:
         raise UserError("no stored run matches the filters; 'simflow runs' lists what is stored")
-    result = comparison(runs, by, metrics, baseline)
+    result = comparison(runs, by, metrics, baseline, all_statuses=all_statuses)
     sections, speedups = [], {}
+    if all_statuses and (failed := _not_passed(runs)):
+        sections.append(failed)
     for number, table in enumerate(result.tables):
         sections.append(_table_section(table, runs, f"{table.backend or 'mixed'}-{number}", speedups))
     sections += _side_by_side(speedups)
@@ -86,6 +89,17 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
         write_text(path, figure.svg + "\n")
         written.append(path)
     return [page, markdown, *written]
+
+
+def _not_passed(runs: list[StoredRun]) -> Section | None:
+    """The runs that did not pass, each with its status and reason."""
+    rows = [[(run.id, "label"), (run.label(["variant", *run.params]), ""), (run.problem.describe(), ""),
+             (run.status, "worse"), (run.reason, "")] for run in runs if run.status != "passed"]
+    if not rows:
+        return None
+    return Section(f"Runs that did not pass ({len(rows)})", grids=[Grid("each with the reason it gave",
+                                                                       ["run", "job", "problem", "status", "reason"],
+                                                                       rows)])
 
 
 def _units(runs: list[StoredRun]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..errors import UserError
 
 DTYPE_BYTES = {"float32": 4, "float16": 2}
+UNLABELLED = "imported"  # an imported log's problem name when its import gave no problem= label
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,12 @@ class Problem:
         return not any((self.B, self.C, self.M, self.H, self.W, self.K, self.pad))
 
     @property
+    def known(self) -> bool:
+        """Whether runs of it can be set against others: a convolution's shape, or an imported log's problem=
+        label. An unlabelled log could have run anything."""
+        return not self.imported or self.name != UNLABELLED
+
+    @property
     def Hout(self) -> int:
         return (self.H + 2 * self.pad - self.K) // self.stride + 1
 
@@ -97,6 +104,8 @@ class Problem:
 
     def describe(self) -> str:
         if self.imported:
+            if not self.known:
+                return "unknown problem (a log imported without -l problem=NAME)"
             return f"{self.name} (an imported log)"
         stride = f" stride={self.stride}" if self.stride != 1 else ""
         return (

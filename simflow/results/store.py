@@ -87,6 +87,14 @@ def shape_key(problem: Problem) -> str:
     return json.dumps({k: v for k, v in problem.as_dict().items() if k != "name"}, sort_keys=True)
 
 
+def problem_key(problem: Problem) -> str | None:
+    """What two runs must share to be compared: the shape, or for an imported log its problem= label; None when
+    the problem is unknown (a log imported without a label), which nothing else shares."""
+    if not problem.known:
+        return None
+    return json.dumps({"label": problem.name}) if problem.imported else shape_key(problem)
+
+
 @dataclass
 class StoredRun(RunResult):
     """A run as the store keeps it: the result itself, plus how it ran and what it was stored with."""
@@ -119,7 +127,8 @@ class StoredRun(RunResult):
         return self.environment.get(key, "")
 
     def label(self, keys: Iterable[str]) -> str:
-        return ",".join(f"{k}={self.value(k)}" for k in keys)
+        """KEY=VALUE,... with each key once (an imported log's labels can repeat variant, config or problem)."""
+        return ",".join(f"{k}={self.value(k)}" for k in dict.fromkeys(keys))
 
     def as_dict(self) -> dict:
         """The record as `runs --json` and `show --json` print it: the result's fields (its run id as

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..job import Job
-from ..kernels.problems import Problem
+from ..kernels.problems import UNLABELLED, Problem
 from ..results.folders import keep_result, new_run_folder, replace_with
 from ..results.record import RunResult, utc_timestamp
 from .config import INSTRUMENTATION
@@ -60,6 +60,22 @@ def config_changes(log_a: str | Path, log_b: str | Path, most: int = 8) -> str:
     return ", ".join(changes[:most]) + more
 
 
+def log_digest(path: Path) -> str:
+    """An imported run's fingerprint: the hash of the log's bytes (as given: plain or gzip)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def stored_already(store, path: Path):
+    """The stored run imported from a log with these bytes, or None."""
+    found = [run for run in store.runs("WHERE fingerprint = ? AND backend = 'gpgpusim'", (log_digest(path),))
+             if "imported_from" in run.environment]
+    return found[-1] if found else None
+
+
 def import_log(path: Path, labels: dict[str, str], config: str | None = None,
                results: Path | None = None, name: str = "") -> RunResult:
     """Store one log as a gpgpusim run; `name` is what it is called where it is not a file's (standard input)."""
@@ -75,16 +91,12 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
     config_name = config or labels.get("config") or "as-logged"
     labels.setdefault("config", config_name)
     run_id, folder = new_run_folder(variant, results)
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    problem = Problem.of_log(labels.get("problem", "imported"))
+    problem = Problem.of_log(labels.get("problem", UNLABELLED))
     # the job another application's run stands for: its labels are the parameters, the config as named or logged
     job = Job(variant, tuple(labels.items()), problem, "gpgpusim", config=config_name, config_name=config_name,
               config_key=config_identity(log.options) if log.options else "")
     result = RunResult(status=STATUS_OF_LOG.get(log.status, "crashed"), backend="gpgpusim", variant=variant,
-                       params=labels, problem=problem, fingerprint=digest.hexdigest()[:16],
+                       params=labels, problem=problem, fingerprint=log_digest(path),
                        kernels=list(dict.fromkeys(k.kernel for k in log.kernels)), run_id=run_id,
                        created=utc_timestamp(), job=job)
     result.reason = ("imported log: the simulation completed; no output was checked (simflow did not make it)"
