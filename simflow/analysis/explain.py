@@ -25,7 +25,7 @@ from ..errors import UserError
 from ..results.store import StoredRun
 from ..sim.catalogue import aggregate, stat_of
 from ..tables import render
-from .compare import comparable, estimate_text
+from .compare import comparable, estimate_text, measuring
 
 CAUSES = {  # issue-slot category -> what a lost slot means
     "issue_slots[W0_Scoreboard]": "waiting on a register not yet written (RAW dependence, mostly a load)",
@@ -165,6 +165,10 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str,
         why = ""  # two kernels of one process: the same problem, config and build by construction
     if why and not force:
         raise UserError(f"runs {a.id} and {b.id} are not comparable: {why}; --force explains them anyway")
+    if measuring(a.backend, b.backend):
+        raise UserError(f"runs {a.id} ({a.backend}) and {b.id} ({b.backend}) ran on different machines, a modelled "
+                        "GPU and a real one: their cycles do not decompose into one account. simflow diff sets their "
+                        "aligned counters side by side; simflow correlate ranks variants run both ways")
     if a.backend != b.backend or not getattr(known_backend(a.backend), "simulator_stats", False):
         able = ", ".join(n for n in backend_names() if backend_class(n).simulator_stats)
         raise UserError(f"explain needs two simulator runs or two gpu-ncu runs (simflow profile): two runs of one "
@@ -190,6 +194,7 @@ def explain(a: StoredRun, b: StoredRun, force: bool = False, kernels: tuple[str,
                          "for bank conflicts (gpgpu_stall_shd_mem[s_mem][bk_conf]) count them on both builds")
     _cycles(out, ta, tb)
     _evidence(out, ta, tb)
+    _hardware_evidence(out, ta, tb)
     _dram_note(out, ta, tb)
     return out
 
@@ -239,23 +244,30 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
              f"instructions over execution cycles: {insn[0]:.0f}/{execution[0]:.0f} vs "
              f"{insn[1]:.0f}/{execution[1]:.0f}"),
     ]
-    slots = {name: [_get(t, name) for t in (ta, tb)] for name in ("issue_slots[issued]", *CAUSES)}
-    if any(math.isnan(v) for pair in slots.values() for v in pair):
-        out.notes.append(f"{out.b.backend} runs carry no issue-slot breakdown: the account stops at IPC")
+    accounts = [_issue_slots(out.a.backend, t) for t in (ta, tb)]
+    if None in accounts:
+        out.notes.append(f"{out.b.backend} runs carry no issue-slot breakdown: the account stops at IPC"
+                         + ("; profile them again (simflow profile) to collect the warp-state counters"
+                            if out.b.backend == "gpu-ncu" else ""))
         return
-    total = [sum(pair[i] for pair in slots.values()) for i in (0, 1)]
+    (issued_a, lost_a, causes), (issued_b, lost_b, _) = accounts
+    issued = [issued_a, issued_b]
+    total = [issued_a + sum(lost_a.values()), issued_b + sum(lost_b.values())]
     per_cycle = [s / e for s, e in zip(total, execution, strict=True)]  # scheduler slots with work per cycle
     out.lines += [replace(line, section="slots") for line in launches]
-    issued = slots["issue_slots[issued]"]
     out.lines.append(Line("slots", "warp instructions issued", issued[0], issued[1], "warp insn",
                           (issued[1] - issued[0]) / per_cycle[0],
                           f"one issue slot each, at A's {per_cycle[0]:.1f} slots per cycle"))
-    for name, meaning in CAUSES.items():
-        a, b = slots[name]
-        out.lines.append(Line("slots", f"slots lost: {name.split('[')[1].rstrip(']')}", a, b, "slots",
+    for name, meaning in causes.items():
+        a, b = lost_a[name], lost_b[name]
+        if a == b == 0:  # a state neither run was in (most of the hardware's on any one kernel)
+            continue
+        out.lines.append(Line("slots", f"slots lost: {name}", a, b, "slots",
                               (b - a) / per_cycle[0], f"{meaning}; {100 * a / total[0]:.1f} % vs "
                               f"{100 * b / total[1]:.1f} % of the slots"))
     sched = _get(tb, "schedulers_per_sm")
+    if math.isnan(sched):
+        sched = _hardware_fact(out.b, "device__attribute_num_schedulers_per_multiprocessor")
     sms = "" if math.isnan(sched) else (f": about {per_cycle[0] / sched:.1f} vs {per_cycle[1] / sched:.1f} SMs "
                                         f"with work ({sched:g} schedulers each)")
     out.lines.append(Line("slots", "scheduler slots with work per cycle", per_cycle[0], per_cycle[1], "slots/cycle",
@@ -263,8 +275,42 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
                           f"more SMs busy at once give more slots a cycle{sms}"))
 
 
+def _issue_slots(backend: str, t: dict):
+    """(warp instructions issued, {cause: slots lost}, {cause: meaning}) of a run's totals, or None: the
+    simulator's issue-slot stats, or the backend's own account (gpu-ncu: from the warp-state counters)."""
+    cls = known_backend(backend)
+    if cls is not None and hasattr(cls, "issue_slots"):
+        found = cls.issue_slots(t)
+        return None if found is None else (found[0], found[1], cls.slot_causes)
+    names = ("issue_slots[issued]", *CAUSES)
+    if any(math.isnan(_get(t, name)) for name in names):
+        return None
+    return (t["issue_slots[issued]"], {name.split("[")[1].rstrip("]"): t[name] for name in CAUSES},
+            {name.split("[")[1].rstrip("]"): meaning for name, meaning in CAUSES.items()})
+
+
+def _hardware_fact(run: StoredRun, counter: str) -> float:
+    """A device attribute a hardware run recorded (the same for each of its kernels), or nan."""
+    return next((float(v) for k, v in run.metrics.items() if k.endswith(f"ncu:{counter}")), math.nan)
+
+
+def _hardware_evidence(out: Explanation, ta: dict, tb: dict) -> None:
+    """The hardware backend's evidence (pipes, copies, shared-memory wavefronts, traffic, occupancy), A beside B."""
+    cls = known_backend(out.b.backend)
+    if cls is None or not hasattr(cls, "evidence"):
+        return
+    found = [{what: (section, value, unit, detail) for section, what, value, unit, detail
+              in cls.evidence(t)} for t in (ta, tb)]
+    for what, (section, va, unit, detail) in found[0].items():
+        if what in found[1]:
+            b = found[1][what]
+            out.lines.append(Line(section, what, va, b[1], unit, detail=detail if detail == b[3] else
+                                  f"A: {detail}; B: {b[3]}" if detail or b[3] else ""))
+
+
 def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
-    for section, table in (("instructions", INSTRUCTIONS), ("memory", MEMORY)):
+    own = hasattr(known_backend(out.b.backend), "evidence")  # hardware: its own counters say it (_hardware_evidence)
+    for section, table in () if own else (("instructions", INSTRUCTIONS), ("memory", MEMORY)):
         for name, what in table:
             va, vb = _get(ta, name), _get(tb, name)
             if not (math.isnan(va) and math.isnan(vb)):
@@ -345,6 +391,14 @@ TERM_WORDS = {
 }
 
 
+def _words(out: Explanation, what: str) -> tuple[str, str]:
+    """A term in words (more of it, less of it); a hardware stall state in the backend's own words."""
+    if what in TERM_WORDS:
+        return TERM_WORDS[what]
+    phrase = getattr(known_backend(out.b.backend), "slot_causes", {}).get(what.removeprefix("slots lost: "))
+    return (f"more {phrase}", f"fewer {phrase}") if phrase else (what, what)
+
+
 def verdict(out: Explanation) -> str:
     """One line in words: how much slower or faster B is, the terms that make most of it, and whether memory
     traffic explains it (L1D misses saved or not)."""
@@ -355,7 +409,7 @@ def verdict(out: Explanation) -> str:
     if abs(pct) < 1:
         return f"B takes about the same cycles as A ({pct:+.1f} %): no term matters"
     terms = [t for t in out.ranked() if t.effect * delta > 0][:2]  # what moved the cycles the way they went
-    words = [f"{TERM_WORDS.get(t.what, (t.what, t.what))[0 if t.effect > 0 else 1]} ({_signed(t.effect)} cycles)"
+    words = [f"{_words(out, t.what)[0 if t.effect > 0 else 1]} ({_signed(t.effect)} cycles)"
              for t in terms]
     said = f"B is {abs(pct):.1f} % {'slower' if delta > 0 else 'faster'} than A ({_signed(delta)} cycles)"
     if words:
@@ -363,7 +417,7 @@ def verdict(out: Explanation) -> str:
     counter = [t for t in out.ranked() if t.effect * delta < 0 and abs(t.effect) > abs(delta) / 4][:1]
     if counter:
         t = counter[0]
-        said += f", against {TERM_WORDS.get(t.what, (t.what, t.what))[0 if t.effect > 0 else 1]} ({_signed(t.effect)})"
+        said += f", against {_words(out, t.what)[0 if t.effect > 0 else 1]} ({_signed(t.effect)})"
     access = {line.detail: line for line in out.lines if line.section == "memory"}
     misses, hit = access.get("L1D_total_cache_misses"), next((line for line in out.lines
                                                               if line.what == "L1D hit rate"), None)
@@ -378,8 +432,8 @@ def verdict(out: Explanation) -> str:
     return said
 
 
-EVIDENCE = (("instructions", "Instructions, largest change first"), ("memory", "Memory traffic, largest change first"),
-            ("occupancy", "Occupancy"))
+EVIDENCE = (("instructions", "Instructions, largest change first"), ("pipes", "Pipes busy, % of their peak"),
+            ("memory", "Memory traffic, largest change first"), ("occupancy", "Occupancy"))
 
 
 def _finite(value: float):

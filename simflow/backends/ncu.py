@@ -12,6 +12,7 @@ As a backend, sweeps can make these runs too; `simflow profile` is its short for
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -93,10 +94,135 @@ ALIGNED_BY_NAME = {a.name: a for a in ALIGNED}
 EXTRA_COUNTERS = ("gpu__time_duration.sum", "sm__inst_executed.avg.per_cycle_active",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "lts__t_sector_op_read_hit_rate.pct",
                   "sm__cycles_active.avg")
-COUNTERS = tuple(dict.fromkeys([c for a in ALIGNED for c in a.counters] + list(EXTRA_COUNTERS)))
+# Where the issue slots went (hardware explain). An SM sub-partition has one scheduler and one issue slot a cycle;
+# its active cycles less the warp instructions it issued are the slots lost. Each warp state's counter is the
+# warp-cycles warps spent in it, summed over the sub-partitions (Nsight Compute's Warp State Statistics).
+# state -> what a slot lost to it is, as `explain` words it ("more ..." / "fewer ...").
+WARP_STATES = {
+    "long_scoreboard": "long-scoreboard stalls (warps waiting on a global or local load)",
+    "short_scoreboard": "short-scoreboard stalls (warps waiting on shared memory or a special function)",
+    "barrier": "barrier stalls (warps waiting at a block barrier)",
+    "gmma": "wgmma stalls (warps waiting on a warpgroup MMA)",
+    "mio_throttle": "MIO-throttle stalls (the shared-memory and special-function queue full)",
+    "lg_throttle": "LG-throttle stalls (the global/local memory queue full)",
+    "math_pipe_throttle": "math-pipe stalls (a math pipe busy)",
+    "wait": "fixed-latency waits (a dependency on an arithmetic result)",
+    "no_instruction": "no-instruction stalls (instruction cache misses, branches)",
+    "drain": "drain stalls (stores leaving at exit)",
+    "membar": "memory-barrier stalls",
+    "branch_resolving": "branch-resolving stalls",
+    "sleeping": "sleeping warps (nanosleep, suspended mbarrier waits)",
+    "dispatch_stall": "dispatch stalls",
+    "tex_throttle": "texture-queue stalls",
+    "imc_miss": "constant-cache misses",
+    "misc": "other stalls",
+}
+ISSUING_STATES = ("selected", "not_selected")  # held only in cycles that issued: they lose no slot
+SLOT_COUNTERS = ("smsp__cycles_active.sum", "smsp__inst_issued.sum",
+                 *(f"smsp__warps_issue_stalled_{s}.sum" for s in (*WARP_STATES, *ISSUING_STATES)))
+# The evidence beside the slots: (section, counter or counters summed, what, unit); a pipe's % is ncu's own (of its
+# peak over the kernel's elapsed cycles), weighted by each kernel's cycles in a run of several.
+EVIDENCE = (
+    ("instructions", ("smsp__inst_issued.sum",), "warp instructions issued", "warp insn"),
+    ("instructions", ("sm__sass_thread_inst_executed.sum",), "thread instructions (SASS)", "thread insn"),
+    ("instructions", ("smsp__inst_executed_op_ldgsts.sum",), "cp.async copies (LDGSTS)", "warp insn"),
+    ("instructions", ("smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
+     "shared-memory loads and stores", "warp insn"),
+    ("instructions", ("smsp__inst_executed_op_global_ld.sum",), "global loads", "warp insn"),
+    ("pipes", ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",), "tensor pipe active", "%"),
+    ("pipes", ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",), "FMA pipe active", "%"),
+    ("pipes", ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",), "ALU pipe active", "%"),
+    ("pipes", ("sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_elapsed",),
+     "shared pipe active (FP16, tensor operand fetch)", "%"),
+    ("pipes", ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_elapsed",), "TMA (bulk copy) unit active", "%"),
+    ("memory", ("l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",), "bytes read by bulk copies (TMA)", "B"),
+    ("memory", ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), "shared-memory wavefronts", "wavefronts"),
+    ("memory", ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",), "shared-memory bank conflicts", "conflicts"),
+    ("memory", ("l1tex__t_sectors.sum",), "L1 sectors", "sectors"),
+    ("memory", ("l1tex__t_sectors_lookup_miss.sum",), "L1 sector misses", "sectors"),
+    ("memory", ("lts__t_sectors.sum",), "L2 sectors", "sectors"),
+    ("memory", ("lts__t_sectors_lookup_miss.sum",), "L2 sector misses", "sectors"),
+    ("memory", ("dram__bytes_read.sum",), "DRAM bytes read", "B"),
+    ("memory", ("dram__bytes_write.sum",), "DRAM bytes written", "B"),
+)
+OCCUPANCY_LIMITS = ("registers", "shared_mem", "warps", "blocks")
+EVIDENCE_COUNTERS = (
+    *(c for _, counters, _, _ in EVIDENCE for c in counters), "sm__maximum_warps_per_active_cycle_pct",
+    *(f"launch__occupancy_limit_{x}" for x in OCCUPANCY_LIMITS), "launch__waves_per_multiprocessor",
+    "device__attribute_multiprocessor_count", "device__attribute_num_schedulers_per_multiprocessor")
+COUNTERS = tuple(dict.fromkeys([c for a in ALIGNED for c in a.counters] + list(EXTRA_COUNTERS) + list(SLOT_COUNTERS)
+                               + list(EVIDENCE_COUNTERS)))
 
 
 NCU_DEFAULT = "/usr/local/cuda/bin/ncu"
+
+
+def _by_kernel(metrics: dict[str, float]) -> dict[str, dict[str, float]]:
+    """A run's raw counters, kernel by kernel ('' for a one-kernel run or a kernel view): counter -> value."""
+    out: dict[str, dict[str, float]] = {}
+    for name, value in metrics.items():
+        kernel, sep, counter = name.rpartition("ncu:")
+        if sep and (not kernel or kernel.endswith(".")):
+            out.setdefault(kernel.removesuffix("."), {})[counter] = float(value)
+    return out
+
+
+def issue_slots(metrics: dict[str, float]) -> tuple[float, dict[str, float]] | None:
+    """Warp instructions issued, and the issue slots lost, by warp state: in each kernel, its sub-partitions'
+    active cycles less the instructions issued, split over the stall states in proportion to the warp-cycles
+    each held (states of issuing cycles aside). issued + the lost slots = the active sub-partition cycles,
+    exactly. None when the run has no such counters (a profile made before simflow collected them)."""
+    issued, lost = 0.0, dict.fromkeys(WARP_STATES, 0.0)
+    kernels = _by_kernel(metrics)
+    for counters in kernels.values():
+        active, done = counters.get("smsp__cycles_active.sum", math.nan), counters.get("smsp__inst_issued.sum",
+                                                                                      math.nan)
+        held = {s: counters.get(f"smsp__warps_issue_stalled_{s}.sum", math.nan) for s in WARP_STATES}
+        held = {s: v for s, v in held.items() if not math.isnan(v)}
+        if math.isnan(active) or math.isnan(done) or not held:
+            return None
+        weight = sum(held.values())
+        issued += done
+        for state, value in held.items():
+            lost[state] += (active - done) * (value / weight if weight else 1 / len(held))
+    return (issued, lost) if kernels else None
+
+
+def evidence(metrics: dict[str, float]) -> list[tuple[str, str, float, str, str]]:
+    """(section, what, value, unit, detail) for explain's evidence, over the run's kernels: counts summed, pipes'
+    percentages weighted by each kernel's cycles, occupancy of the kernel that took longest."""
+    kernels = _by_kernel(metrics)
+    if not kernels:
+        return []
+
+    def total(counter: str) -> float:
+        values = [k[counter] for k in kernels.values() if counter in k]
+        return sum(values) if values else math.nan
+
+    def weighted(counter: str) -> float:  # a percentage over the run: each kernel's, weighted by its cycles
+        pairs = [(k[counter], k.get("sm__cycles_elapsed.max", math.nan)) for k in kernels.values() if counter in k]
+        weight = sum(c for _, c in pairs)
+        return sum(v * c for v, c in pairs) / weight if pairs and weight else math.nan
+
+    out = []
+    for section, counters, what, unit in EVIDENCE:
+        value = sum(weighted(c) if unit == "%" else total(c) for c in counters)
+        if not math.isnan(value):
+            out.append((section, what, value, unit, " + ".join(counters)))
+    longest = max(kernels.values(), key=lambda k: k.get("sm__cycles_elapsed.max", 0))
+    theoretical = longest.get("sm__maximum_warps_per_active_cycle_pct", math.nan)
+    limits = {x: longest.get(f"launch__occupancy_limit_{x}", math.nan) for x in OCCUPANCY_LIMITS}
+    limits = {x: v for x, v in limits.items() if not math.isnan(v)}
+    if not math.isnan(theoretical):
+        fewest = min(limits.values(), default=math.nan)
+        limiter = ", ".join(x for x, v in limits.items() if v == fewest)
+        out.append(("occupancy", "theoretical occupancy", theoretical, "%",
+                    f"limited by {limiter or '?'} ({fewest:g} block(s) per SM)" if limits else ""))
+    waves = longest.get("launch__waves_per_multiprocessor", math.nan)
+    if not math.isnan(waves):
+        out.append(("occupancy", "waves of blocks per SM", waves, "waves",
+                    "of the longest kernel" if len(kernels) > 1 else ""))
+    return out
 
 
 def find_ncu() -> Path:
@@ -155,9 +281,25 @@ def aligned_values(row: dict[str, str]) -> dict[str, float]:
     return out
 
 
-def ncu_command(ncu: Path, kernels: list[str], target: list[str]) -> list[str]:
+@functools.cache
+def known_counters(ncu: Path) -> tuple[str, ...]:
+    """COUNTERS less those this ncu does not know on this GPU (an older ncu, or a GPU without wgmma or TMA): ncu
+    refuses a whole profile for one unknown metric. Its --query-metrics lists base names; launch and device
+    attributes and the occupancy section's derived percentage are not listed but always there."""
+    try:
+        text = subprocess.run([str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return COUNTERS
+    names = {m.group(1) for line in text.splitlines() if (m := re.match(r"^([a-z0-9]+__[a-z0-9_]+)\s", line))}
+    if not names:  # no list (no GPU visible to the query): ask for everything, as before
+        return COUNTERS
+    always = ("launch__", "device__", "sm__maximum_warps_per_active_cycle_pct")
+    return tuple(c for c in COUNTERS if c.startswith(always) or c.split(".", 1)[0] in names)
+
+
+def ncu_command(ncu: Path, kernels: list[str], target: list[str], counters: tuple[str, ...] = COUNTERS) -> list[str]:
     names = "|".join(re.escape(k) for k in kernels)
-    return [str(ncu), *NCU_OPTIONS, "--metrics", ",".join(COUNTERS), "--kernel-name", f"regex:^({names})$",
+    return [str(ncu), *NCU_OPTIONS, "--metrics", ",".join(counters), "--kernel-name", f"regex:^({names})$",
             "--launch-count", str(len(kernels)), *target]
 
 
@@ -206,7 +348,8 @@ def profile(job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
               "--shape", problem.shape_text,  # the stride too: a strided layer is profiled as it is
               "--warmup", "0", "--repeats", "1", "--seed", str(job.seed), "--no-store",
               "--results", str(folder / "target"), "--json"]
-    cmd = ncu_command(ncu, kernel.kernel_names, target)
+    counters = known_counters(ncu)
+    cmd = ncu_command(ncu, kernel.kernel_names, target, counters)
     (folder / "ncu.cmd").write_text(" ".join(cmd) + "\n")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=job.timeout_s)
     raw = proc.stdout + proc.stderr
@@ -215,6 +358,8 @@ def profile(job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
                        problem=problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
                        run_id=folder.name, seed=job.seed, job=job,
                        environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
+    if unknown := [c for c in COUNTERS if c not in counters]:
+        result.environment["ncu_unknown_counters"] = ", ".join(unknown)
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "log": str(folder / "ncu.log")}
     kept = sorted((folder / "target" / "runs").glob("*/result.json"))  # the profiled run's own record
@@ -244,6 +389,11 @@ class NcuBackend(Backend):
     def direction(cls, metric: str) -> str | None:
         stat = stat_of(metric) if metric in ALIGNED_BY_NAME else None  # raw ncu:<counter>s have none
         return stat.better if stat is not None else None
+
+    # explain's hardware account (simflow.analysis.explain): its slots, their causes and the evidence
+    issue_slots = staticmethod(issue_slots)
+    evidence = staticmethod(evidence)
+    slot_causes = WARP_STATES
 
     @classmethod
     def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
