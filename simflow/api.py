@@ -26,7 +26,7 @@ from .sim.config import DEFAULT_CONFIG
 
 __all__ = ["render", "run", "sim", "best_of", "parse", "import_logs", "import_runs", "runs", "find_runs", "find_run",
            "sweep", "tune", "correlate", "doctor", "image", "check", "diff", "comparison", "compare", "explanation",
-           "explain", "report", "variants", "problems", "use_stats", "use_variants", "problem_of"]
+           "explain", "report", "variants", "problems", "use_stats", "use_variants", "problem_of", "calibrate"]
 
 
 def problem_of(problem: str | Problem = DEFAULT_PROBLEM, batch: int | None = None) -> Problem:
@@ -436,6 +436,48 @@ def correlate(*filters: str, metrics: list[str] | None = None, results: str | Pa
     from .analysis.compare import correlate as correlate_runs
 
     return correlate_runs(find_runs(*filters, results=results), metrics)
+
+
+@dataclass
+class Calibration:
+    """What `calibrate` did: the overlay and measurement files, the figures, and whether they came from the cache."""
+
+    config: Path
+    measured: Path
+    figures: dict
+    reused: bool
+
+
+def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool = False,
+              measured: str | Path | None = None, progress=None) -> Calibration:
+    """Measure the GPU in hand (or read `measured`, a NAME.measured.json) and write NAME.toml, a simulator config
+    overlay for it, and NAME.measured.json into `output`, as `simflow calibrate`. Measurements are cached per GPU
+    and driver; `again` measures anew."""
+    import json
+
+    from .calibrate.overlay import config_name, write
+    from .resources import cache_dir
+
+    reused = False
+    if measured is not None:
+        try:
+            figures = json.loads(Path(measured).read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read measurements from {measured}: {exc}") from None
+        reused = True
+    else:
+        from .calibrate.measure import identity, measure
+        from .results.folders import write_text
+
+        cached = cache_dir() / "calibrate" / (config_name(identity()) + ".json")
+        if cached.is_file() and not again:
+            figures, reused = json.loads(cached.read_text()), True
+        else:
+            figures = measure(progress)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            write_text(cached, json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    toml, kept = write(Path(output), name or config_name(figures["gpu"]), figures)
+    return Calibration(toml, kept, figures, reused)
 
 
 def doctor(*, probe_builds: bool = True, refresh: bool = False, require: list[str] | tuple[str, ...] = ()):

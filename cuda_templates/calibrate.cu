@@ -1,0 +1,83 @@
+// simflow calibrate: microbenchmarks of the GPU in hand (simflow/calibrate/measure.py builds and runs them).
+// Not a convolution variant: each kernel measures one figure a simulator config needs.
+
+// One thread spins for `cycles` SM clock cycles: against the events' wall time, the SM clock.
+extern "C" __global__ void cal_spin(long long cycles, long long *out)
+{
+  long long start = clock64(), now = start;
+  while (now - start < cycles) now = clock64();
+  out[0] = now - start;
+}
+
+// One thread follows a chain of indices (next[i] is the next one) from `first`; the second pass is timed. On a
+// chain of `steps` entries the first pass brings it into whatever level holds it, and cycles per step are the
+// load-to-use latency of that level; on a longer chain the second pass meets entries no load has touched.
+// cg: loads bypass L1 (to time L2 with a chain L1 could partly hold).
+template <bool cg>
+__device__ void chase(const unsigned *next, unsigned first, int steps, long long *cycles, unsigned *sink)
+{
+  unsigned j = first;
+  for (int i = 0; i < steps; i++) j = cg ? __ldcg(next + j) : next[j];
+  long long start = clock64();
+  for (int i = 0; i < steps; i++) j = cg ? __ldcg(next + j) : next[j];
+  long long stop = clock64();
+  cycles[0] = stop - start;
+  sink[0] = j;
+}
+
+extern "C" __global__ void cal_chase(const unsigned *next, unsigned start, int steps, long long *cycles,
+                                     unsigned *sink)
+{
+  chase<false>(next, start, steps, cycles, sink);
+}
+
+extern "C" __global__ void cal_chase_cg(const unsigned *next, unsigned start, int steps, long long *cycles,
+                                        unsigned *sink)
+{
+  chase<true>(next, start, steps, cycles, sink);
+}
+
+// The same chase through shared memory (its chain copied in first): the shared-memory latency.
+extern "C" __global__ void cal_chase_shared(const unsigned *next, int n, int steps, long long *cycles,
+                                            unsigned *sink)
+{
+  extern __shared__ unsigned chain[];
+  for (int i = 0; i < n; i++) chain[i] = next[i];
+  unsigned j = 0;
+  for (int i = 0; i < steps; i++) j = chain[j];
+  long long start = clock64();
+  for (int i = 0; i < steps; i++) j = chain[j];
+  long long stop = clock64();
+  cycles[0] = stop - start;
+  sink[0] = j;
+}
+
+// Every thread reads float4s of a buffer `reps` times, grid-stride, bypassing L1: with a buffer L2 holds, the
+// L2 bandwidth; the sum keeps the loads alive.
+extern "C" __global__ void cal_read(const float4 *buf, long long n, int reps, float *sink)
+{
+  float s = 0.f;
+  long long stride = (long long)gridDim.x * blockDim.x;
+  for (int r = 0; r < reps; r++)
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
+      float4 v = __ldcg(buf + i);
+      s += v.x + v.y + v.z + v.w;
+    }
+  if (s == 1.2345f) sink[0] = s;
+}
+
+// Eight independent FMA chains a thread: the FMA throughput (2 FLOP each) and the warp-instruction issue rate.
+extern "C" __global__ void cal_fma(int iters, float *sink)
+{
+  float a0 = threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  const float m = 0.999f, c = 0.001f;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+      a0 = fmaf(a0, m, c); a1 = fmaf(a1, m, c); a2 = fmaf(a2, m, c); a3 = fmaf(a3, m, c);
+      a4 = fmaf(a4, m, c); a5 = fmaf(a5, m, c); a6 = fmaf(a6, m, c); a7 = fmaf(a7, m, c);
+    }
+  }
+  float s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  if (s == 1.2345f) sink[0] = s;
+}

@@ -1,0 +1,85 @@
+"""`simflow calibrate`: the overlay made from recorded H200 measurements (gpgpusim_configs/H200.measured.json,
+measured on the GPU machine), each option with its source; the pointer-chase chain; the command's paths. The
+measurement itself runs where a GPU is (marked gpu)."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+from conftest import ROOT, simflow
+
+from simflow.calibrate.measure import _chain
+from simflow.calibrate.overlay import config_name, overlay_text, settings
+from simflow.sim.config import parse_overlay
+
+CONFIGS = ROOT / "gpgpusim_configs"
+MEASURED = json.loads((CONFIGS / "H200.measured.json").read_text())
+
+
+def test_the_committed_h200_config_is_what_its_measurements_give():
+    assert overlay_text("H200", MEASURED) == (CONFIGS / "H200.toml").read_text()
+
+
+def test_every_option_says_where_its_value_comes_from():
+    text = (CONFIGS / "H200.toml").read_text()
+    config = parse_overlay(text, "H200")
+    assert config.base == "SM7_QV100" and len(config.options) == len(settings(MEASURED))
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if " = " in line and not line.startswith(("#", "base", "description")):
+            assert lines[i - 1].split(":")[0] in ("# measured", "# derived", "# set"), line
+    assert "Kept from SM7_QV100, not measured" in text and "kernel launch latency" in text
+
+
+def test_the_h200_overlay_values_follow_from_the_figures():
+    by = {s.option: s for s in settings(MEASURED)}
+    assert by["gpgpu_n_clusters"].value == 132 and by["gpgpu_shader_cta"].value == 32
+    sets, line, ways = (int(x) for x in by["gpgpu_cache:dl2"].value.split(",")[0].split(":")[1:])
+    assert 32 * 2 * sets * line * ways == MEASURED["l2_bytes"] == 60 * 2**20  # 64 slices hold the L2 exactly
+    core, icnt, l2, dram = (float(x) for x in by["gpgpu_clock_domains"].value.split(":"))
+    assert core == icnt == l2 == pytest.approx(MEASURED["clock_mhz"], abs=0.05)
+    assert 32 * 16 * 2 * dram * 1e6 == pytest.approx(MEASURED["dram_bandwidth_gbs"] * 1e9, rel=1e-4)
+    l1, l2_hit, dram_hit = (round(MEASURED[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
+    assert by["gpgpu_l1_latency"].value == l1 and by["gpgpu_l2_rop_latency"].value == l2_hit - l1
+    assert by["dram_latency"].value == dram_hit - l2_hit and l1 < l2_hit < dram_hit
+    assert by["gpgpu_shmem_option"].value.endswith(",228") and by["gpgpu_unified_l1d_size"].value == 256
+    assert config_name("NVIDIA H200") == "H200" and config_name("NVIDIA GeForce RTX 4090") == "GeForce_RTX_4090"
+
+
+def test_the_chase_is_one_cycle_through_every_entry():
+    step = 256
+    chain = _chain(1000, np.random.default_rng(3), stride=4 * step)
+    seen, j = set(), 0
+    for _ in range(1000):
+        seen.add(j)
+        j = int(chain[j])
+    assert j == 0 and len(seen) == 1000 and all(x % step == 0 for x in seen)
+
+
+def test_calibrate_from_recorded_measurements(tmp_path):
+    proc = simflow("calibrate", "--from", str(CONFIGS / "H200.measured.json"), "-d", str(tmp_path), "--name", "mine")
+    assert proc.returncode == 0, proc.stderr
+    assert "132 SMs at 1978 MHz" in proc.stdout and "recorded measurements" in proc.stdout
+    assert (tmp_path / "mine.toml").read_text() == overlay_text("mine", MEASURED)
+    assert json.loads((tmp_path / "mine.measured.json").read_text()) == MEASURED
+    bad = simflow("calibrate", "--from", str(tmp_path / "nope.json"), "-d", str(tmp_path))
+    assert bad.returncode == 1 and "cannot read measurements" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
+def test_calibrate_without_pycuda_says_how_to_get_it(tmp_path):
+    proc = simflow("calibrate", "-d", str(tmp_path), env={"SIMFLOW_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 1 and "pip install 'simflow[gpu]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.gpu
+def test_live_calibrate_measures_this_gpu(tmp_path):
+    env = {"SIMFLOW_CACHE": str(tmp_path / "cache")}
+    first = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
+    assert first.returncode == 0, first.stderr
+    m = json.loads((tmp_path / "here.measured.json").read_text())
+    assert m["l1_latency_cycles"] < m["l2_latency_cycles"] < m["dram_latency_cycles"]
+    assert 0.8 < m["clock_mhz"] / m["clock_mhz_attribute"] < 1.2 and m["l1_bytes"] > 0
+    again = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
+    assert "cached measurements" in again.stdout
