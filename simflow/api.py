@@ -14,6 +14,7 @@ Stored runs are named as on the command line: a run id (or unique prefix) or a s
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -246,8 +247,6 @@ def parse(*logs: str | Path, aggregate: bool = False):
 def import_runs(*paths: str | Path, results: str | Path | None = None) -> tuple[list[tuple[str, bool]], Path]:
     """Store run folders (or their result.json) made elsewhere, or kept out with --no-store, or left unfinished:
     each run id with whether it was stored now (False: it was stored already), and the store's path."""
-    import json
-
     from .results.record import RunResult
     from .results.store import Store
 
@@ -408,7 +407,15 @@ def explanation(a: str, b: str, *, force: bool = False, kernel: str | None = Non
         if len(names) > 2 or not all(names):
             raise UserError(f"--kernel takes NAME or NAME_A,NAME_B, not {kernel!r}")
         kernels = (names[0], names[-1])
-    return explain_runs(find_run(a, results), find_run(b, results), force, kernels)
+    from .analysis.compare import disagreements
+
+    run_a, run_b = find_run(a, results), find_run(b, results)
+    out = explain_runs(run_a, run_b, force, kernels)
+    if kernels is None:  # the same two jobs on the other side (simulator or GPU), ordered the other way?
+        jobs = {(r.variant, json.dumps(r.params, sort_keys=True)) for r in (run_a, run_b)}
+        out.notes += disagreements([r for r in find_runs(results=results)
+                                    if (r.variant, json.dumps(r.params, sort_keys=True)) in jobs])
+    return out
 
 
 def explain(a: str, b: str, *, force: bool = False, kernel: str | None = None,
@@ -453,8 +460,6 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
     """Measure the GPU in hand (or read `measured`, a NAME.measured.json) and write NAME.toml, a simulator config
     overlay for it, and NAME.measured.json into `output`, as `simflow calibrate`. Measurements are cached per GPU
     and driver; `again` measures anew."""
-    import json
-
     from .calibrate.overlay import config_name, write
     from .resources import cache_dir
 

@@ -515,7 +515,7 @@ def cmd_compare(args) -> int:
 
     text = terminal.comparison_text(result, args.format, args.by, args.baseline)
     _emit(text, args.output)
-    for line in (result.split, result.left_out):
+    for line in (result.split, result.left_out, *(f"simflow: note: {d}" for d in result.disagree)):
         if line:
             print(line, file=sys.stderr)
     worse = result.regressions(args.threshold / 100)

@@ -376,8 +376,10 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
 
     if fmt == "json":
         tables = [{**json.loads(render(t.frame, "json", title(t))), "baseline": t.baseline} for t in result.tables]
-        return json.dumps({**tables[0], "left_out": result.left_out} if len(tables) == 1 else
-                          {"tables": tables, "left_out": result.left_out, "split": result.split}, indent=2) + "\n"
+        return json.dumps({**tables[0], "left_out": result.left_out, "disagreements": result.disagree}
+                          if len(tables) == 1 else {"tables": tables, "left_out": result.left_out,
+                                                    "split": result.split, "disagreements": result.disagree},
+                          indent=2) + "\n"
     if fmt == "table":  # for a terminal: groups named by what varies, the speed-up first, run ids last
         return "\n".join(render(_for_terminal(t.frame), fmt, title(t)) for t in result.tables)
     return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)

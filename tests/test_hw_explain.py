@@ -3,6 +3,7 @@ Compute's warp-state counters, on real profiles from an H200 (tests/data/ncu-h20
 benchmarks/ncu_capture.py): tensor-core against tensor-core, Winograd against implicit GEMM, a kernel against a
 kernel, direct convolutions; and the refusals around it."""
 
+import dataclasses
 import gzip
 import json
 import math
@@ -141,3 +142,36 @@ def test_only_the_counters_this_ncu_knows_are_asked_for(tmp_path):
     silent.write_text("#!/bin/sh\nexit 1\n")
     silent.chmod(0o755)
     assert ncu.known_counters(silent) == ncu.COUNTERS  # no list: ask for everything, as before
+
+
+def _both_ways(tmp_path, swapped: bool):
+    """global and shared on batch3x3 simulated (real logs) and profiled on the H200 (real logs); swapped: each
+    profile filed under the other variant (test data: chosen, so that the two sides disagree)."""
+    with Store(tmp_path) as store:
+        for variant, other in (("global", "shared"), ("shared", "global")):
+            store.add(sim_record(tmp_path, variant))
+            measured = profile(other if swapped else variant, "batch3x3")
+            kernel = render(variant, get_problem("batch3x3"))
+            store.add(dataclasses.replace(measured, variant=variant, params=kernel.params, job=None,
+                                          fingerprint=kernel.fingerprint(), run_id=f"hw-{variant}"))
+        return store.runs()
+
+
+def test_simulator_and_gpu_agreeing_say_nothing(tmp_path):
+    from simflow.analysis.compare import disagreements
+
+    assert disagreements(_both_ways(tmp_path, swapped=False)) == []  # both have global faster on batch3x3
+
+
+def test_where_simulator_and_gpu_order_two_variants_differently_compare_and_explain_say_so(tmp_path):
+    from simflow.analysis.compare import disagreements
+
+    (said,) = disagreements(_both_ways(tmp_path, swapped=True))
+    assert "order variant=global" in said and "the simulator has variant=global" in said
+    assert "the GPU variant=shared" in said and "B/A differs most in" in said and said.count("simulated") == 3
+    compare = simflow("compare", "--results", str(tmp_path))  # both backends: two tables, and the note
+    assert compare.returncode == 0 and "simulator and the GPU order" in compare.stderr
+    explained = simflow("explain", "variant=global,backend=gpgpusim", "variant=shared,backend=gpgpusim", "--json",
+                        "--results", str(tmp_path))
+    assert explained.returncode == 0, explained.stderr
+    assert any("differently" in n for n in json.loads(explained.stdout)["notes"])

@@ -193,6 +193,56 @@ def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None, pa
     return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, "normalisation"])
 
 
+def both_ways(runs: list[StoredRun]):
+    """(the measuring backend class, {job: {backend: its newest passed run}}) for the jobs (variant, parameters,
+    problem) run both on the model and on what measures it."""
+    pair = next((backend_class(n) for n in backend_names() if backend_class(n).measures), None)
+    model, measured = (pair.measures, pair.name) if pair else ("", "")
+    newest: dict[tuple, dict[str, StoredRun]] = {}
+    for run in sorted(runs, key=lambda r: r.created):
+        if run.backend in (model, measured) and run.status == "passed" and problem_key(run.problem) is not None:
+            newest.setdefault((run.variant, json.dumps(run.params, sort_keys=True), problem_key(run.problem)),
+                              {})[run.backend] = run
+    return pair, {k: v for k, v in newest.items() if len(v) == 2}
+
+
+def disagreements(runs: list[StoredRun], most: int = 3) -> list[str]:
+    """Where the simulator and the hardware order two variants of one problem differently (by cycles), each with
+    the aligned counters whose ratio B/A differs most between the two (the likeliest model limits)."""
+    pair, pairs = both_ways(runs)
+    if pair is None:
+        return []
+    model, measured = pair.measures, pair.name
+    jobs = sorted(pairs.items())
+    said = []
+    for i, (key_a, a) in enumerate(jobs):
+        for key_b, b in jobs[i + 1:]:
+            if key_a[2] != key_b[2]:
+                continue
+            sim = [normalised(x[model], "gpu_sim_cycle", pair) for x in (a, b)]
+            hw = [normalised(x[measured], "gpu_sim_cycle", pair) for x in (a, b)]
+            if any(math.isnan(v) for v in sim + hw) or (sim[1] - sim[0]) * (hw[1] - hw[0]) >= 0:
+                continue
+            gaps = []
+            for name in pair.aligned:
+                rs = _ratio(normalised(a[model], name, pair), normalised(b[model], name, pair))
+                rh = _ratio(normalised(a[measured], name, pair), normalised(b[measured], name, pair))
+                if rs > 0 and rh > 0 and name != "gpu_sim_cycle":
+                    gaps.append((abs(math.log(rs / rh)), name, rs, rh))
+            names = [x[model].label(["variant", *x[model].params]) for x in (a, b)]
+            faster = [names[0] if sim[0] < sim[1] else names[1], names[0] if hw[0] < hw[1] else names[1]]
+            said.append(f"the simulator and the GPU order {names[0]} and {names[1]} differently on "
+                        f"{a[model].problem.name}: the simulator has {faster[0]} faster ({sim[0]:.0f} vs "
+                        f"{sim[1]:.0f} cycles), the GPU {faster[1]} ({hw[0]:.0f} vs {hw[1]:.0f}); B/A differs most in "
+                        + ", ".join(f"{name} (x{rs:.3g} simulated, x{rh:.3g} measured)"
+                                    for _, name, rs, rh in sorted(gaps, reverse=True)[:most]))
+    return said
+
+
+def _ratio(a: float, b: float) -> float:
+    return b / a if a and not (math.isnan(a) or math.isnan(b)) else math.nan
+
+
 def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
     """Simulator vs hardware over variants run both ways (same variant, parameters and problem):
     per aligned metric, Pearson r, Spearman rank correlation, the share of variant pairs ordered the
@@ -201,16 +251,8 @@ def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
     import pandas as pd
 
 
-    def key(r: StoredRun):
-        return r.variant, json.dumps(r.params, sort_keys=True), json.dumps(r.problem.as_dict() | {"name": ""})
-
-    pair = next((backend_class(n) for n in backend_names() if backend_class(n).measures), None)
+    pair, pairs = both_ways(runs)
     model, measured = (pair.measures, pair.name) if pair else ("", "")
-    newest: dict[tuple, dict[str, StoredRun]] = {}
-    for run in runs:
-        if run.backend in (model, measured) and run.status == "passed":
-            newest.setdefault(key(run), {})[run.backend] = run
-    pairs = {k: v for k, v in newest.items() if len(v) == 2}
     if len(pairs) < 2:
         raise UserError(f"correlate needs at least 2 variants run both under the simulator (simflow sim) and with "
                         f"counters (simflow profile) on the same problem; found {len(pairs)}")
@@ -273,6 +315,7 @@ class Comparison:
     left_out: str  # one line: what was not shown, and why ('' when nothing)
     newly_failing: list[str] = field(default_factory=list)  # jobs whose newest run failed after a pass
     split: str = ""  # why the runs make several tables, and how to put them in one ('' for one table)
+    disagree: list[str] = field(default_factory=list)  # pairs the simulator and the hardware order differently
 
     def regressions(self, threshold: float) -> list[str]:
         return [f"newly failing: {text}" for text in self.newly_failing] + [
@@ -343,7 +386,7 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
     if failing:
         left.append(_failing_note(failing))
     return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing],
-                      _split_reason(list(splits.values())))
+                      _split_reason(list(splits.values())), disagreements(shown))
 
 
 def _split_reason(parts: list[list[StoredRun]]) -> str:

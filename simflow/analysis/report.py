@@ -71,6 +71,7 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     sections += [s for s in [_correlation_section(runs)] if s]
     intro = [f"{len(runs)} runs, grouped by {','.join(by)}; made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."]
     intro += [line for line in (result.split, result.left_out) if line]
+    intro += [f"Simulator and GPU disagree: {line}" for line in result.disagree]
     figures = [f for s in sections for part in (s, *s.subsections) for f in part.figures]
     names = [f.name for f in figures]
     if len(set(names)) != len(names):
