@@ -289,7 +289,7 @@ def problems(suite_name: str | None = None) -> tuple[list[dict], float]:
 
     chosen = suite(suite_name) if suite_name else tuple(PRESETS.values())
     rows = [{"preset": p.name, "B": p.B, "C": p.C, "M": p.M, "HxW": f"{p.H}x{p.W}", "K": p.K, "pad": p.pad,
-             "stride": p.stride, "out": f"{p.Hout}x{p.Wout}", "GFLOP": round(p.flops / 1e9, 3),
+             "stride": p.stride, "out": f"{p.Hout}x{p.Wout}", "GFLOP": float(f"{p.flops / 1e9:.4g}"),
              "min MB": round(p.min_bytes() / 1e6, 2), "notes": PRESET_NOTES.get(p.name, "")} for p in chosen]
     return rows, sum(p.flops for p in chosen) / 1e9
 

@@ -399,7 +399,8 @@ def cmd_runs(args) -> int:
     from . import api
 
     runs = api.find_runs(*args.filters, results=_results(args), last=args.last)
-    _out(args, [r.as_dict() for r in runs], terminal.runs_rows(runs))
+    rows = terminal.runs_rows(runs)
+    _out(args, [r.as_dict() for r in runs], rows, terminal.table(rows, priority=("status", "figure", "variant")))
     return 0
 
 
@@ -463,8 +464,9 @@ def cmd_diff(args) -> int:
 
     frame = api.diff(args.a, args.b, metrics=_metric_list(args), threshold=args.threshold / 100, force=args.force,
                      results=_results(args))
-    _emit(render(frame, args.format, terminal.diff_title(*frame.attrs["runs"], frame.attrs["not_comparable"])),
-          args.output)
+    title = terminal.diff_title(*frame.attrs["runs"], frame.attrs["not_comparable"])
+    _emit(terminal.diff_text(frame, title, args.threshold / 100) if args.format == "table"
+          else render(frame, args.format, title), args.output)
     worse = regressions(frame)
     if args.fail_on_regression and worse:
         print(f"simflow: {len(worse)} regression(s): " + "; ".join(worse), file=sys.stderr)

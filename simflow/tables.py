@@ -49,6 +49,26 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
+def demangle(name: str) -> str:
+    """A kernel's C++ name without its mangling, as a person reads it: _Z13conv2d_globalPKfS0_Pfiiii ->
+    conv2d_global, _ZN2ns4convEv -> ns::conv (the parameter types dropped). Anything else stays as it is."""
+    if not name.startswith("_Z"):
+        return name
+    rest, parts = name[2:], []
+    nested = rest.startswith("N")
+    rest = rest[1:] if nested else rest
+    while rest and rest[0].isdigit():
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        size = int(rest[:digits])
+        if digits + size > len(rest):
+            return name
+        parts.append(rest[digits:digits + size])
+        rest = rest[digits + size:]
+        if not nested:
+            break
+    return "::".join(parts) if parts and all(parts) else name
+
+
 def numeric(text: str) -> bool:
     try:
         float(text)
@@ -57,10 +77,12 @@ def numeric(text: str) -> bool:
         return False
 
 
-def table(rows: list[dict], limit: int | None | str = "terminal", keep: int = 1) -> str:
+def table(rows: list[dict], limit: int | None | str = "terminal", keep: int = 1,
+          priority: tuple[str, ...] = ()) -> str:
     """Rows as a plain-text table that fits `limit` characters (default: the terminal, see width()): long text
-    wraps, and columns that still do not fit are left out from the right (the first `keep` always stay), named
-    on a last line. Numbers are right-aligned."""
+    wraps, and columns that still do not fit are left out, named on a last line: the first `keep` always stay,
+    then the `priority` columns in that order, then the rest from the left. Shown columns keep their order.
+    Numbers are right-aligned."""
     import tabulate
 
     if not rows:
@@ -73,15 +95,20 @@ def table(rows: list[dict], limit: int | None | str = "terminal", keep: int = 1)
     if limit:
         cap = max(24, limit // 3)  # widest a wrapped text column gets
         caps = [limit // 2 if i < keep else cap for i in range(len(columns))]  # what names a row wraps least
+        caps = [10**6 if c == "id" else x for c, x in zip(columns, caps, strict=True)]  # an id is copied whole
         cells = [[c if numeric(c) or len(c) <= caps[i] else "\n".join(textwrap.wrap(c, caps[i]))
                   for i, c in enumerate(r)] for r in cells]
     wide = [max(len(line) for text in [h, *(r[i] for r in cells)] for line in text.split("\n"))
             for i, h in enumerate(columns)]
+    ranked = list(range(min(keep, len(columns))))
+    ranked += [columns.index(c) for c in priority if c in columns and columns.index(c) not in ranked]
+    ranked += [i for i in range(len(columns)) if i not in ranked]
     shown, used = [], -2
-    for i, w in enumerate(wide):
-        if i < keep or limit is None or used + 2 + w <= limit:
+    for i in ranked:
+        if i < keep or limit is None or used + 2 + wide[i] <= limit:
             shown.append(i)
-            used += 2 + w
+            used += 2 + wide[i]
+    shown.sort()
     tabulate.MIN_PADDING = 0  # its default pads headers by 2 beyond the widths counted here
     text = tabulate.tabulate([[r[i] for i in shown] for r in cells], headers=[columns[i] for i in shown],
                              tablefmt="simple", disable_numparse=True,
@@ -94,8 +121,8 @@ def table(rows: list[dict], limit: int | None | str = "terminal", keep: int = 1)
     return text
 
 
-def render(frame, fmt: str, title: str = "") -> str:
-    """A DataFrame in one of FORMATS, under its title."""
+def render(frame, fmt: str, title: str = "", priority: tuple[str, ...] = ()) -> str:
+    """A DataFrame in one of FORMATS, under its title (`priority`: the columns a terminal keeps first)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
     if fmt == "csv":
@@ -118,7 +145,7 @@ def render(frame, fmt: str, title: str = "") -> str:
                                         for h, c in zip(header, row, strict=True)) + "</tr>" for row in cells)
         caption = f"<caption>{html.escape(title)}</caption>" if title else ""
         return f'<table class="simflow">{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n'
-    body = table([dict(zip(header, row, strict=True)) for row in cells]) if cells else "(nothing)"
+    body = table([dict(zip(header, row, strict=True)) for row in cells], priority=priority) if cells else "(nothing)"
     limit = width()
     heading = "\n".join(textwrap.wrap(title, limit)) if title and limit else title
     return (f"{heading}\n" if title else "") + body + "\n"

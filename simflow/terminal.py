@@ -4,6 +4,7 @@ command line (cli.py) parses and calls simflow.api; what it prints of the answer
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import time
 
 from .backends import backend_class, known_backend
 from .kernels.variants import show_value
-from .tables import duration, table, width
+from .tables import demangle, duration, table, width
 
 
 def params_text(params: dict) -> str:
@@ -129,7 +130,7 @@ def metrics_table(result, names: tuple[str, ...] = ()) -> str:
     rows = result.by_kernel(names)
     if result.sampled:
         rows = [{**row, "bound": result.bound(row["metric"])} for row in rows]
-    return table(rows)
+    return table([{demangle(k): v for k, v in row.items()} for row in rows])  # every kernel fits, by its name
 
 
 def show_text(run, every: bool = False) -> str:
@@ -301,6 +302,52 @@ def diff_title(a, b, why: str) -> str:
     return title
 
 
+MARK_ORDER = {"worse": 0, "better": 1, "changed": 2, "within bound": 3, "same": 4, "n/a": 5}
+
+
+def colour() -> bool:
+    """ANSI colour on a terminal only: not into a pipe or file, not where NO_COLOR is set (no-color.org)."""
+    import os
+
+    from . import tables
+
+    return sys.stdout.isatty() and not tables.TO_FILE and not os.environ.get("NO_COLOR")
+
+
+def diff_text(frame, title: str, threshold: float) -> str:
+    """`simflow diff` on a terminal: the status first, then the regressions, the improvements and the other
+    changes, each largest first, then what stayed the same; the mark, change and delta kept before other
+    columns; regressions red and improvements green (colour()); a summary line last."""
+    from .tables import render
+
+    def size(i: int) -> float:  # how far B is from A: |log ratio|; from a zero, further than any ratio
+        ratio, delta = frame["ratio"].iat[i], frame["delta"].iat[i]
+        if isinstance(ratio, float) and ratio > 0:
+            return abs(math.log(ratio))
+        return math.inf if isinstance(delta, float) and delta and not math.isnan(delta) else -1.0
+
+    order = sorted(range(len(frame)), key=lambda i: (frame["metric"].iat[i] != "status",
+                                                     MARK_ORDER.get(frame["mark"].iat[i], 6), -size(i)))
+    shown = frame.iloc[order].assign(ratio=frame["ratio"].iloc[order].map(_significant),
+                                     **{"change_%": frame["change_%"].iloc[order].map(_significant)})
+    text = render(shown, "table", title, priority=("mark", "change_%", "delta", "A", "B"))
+    if colour():
+        text = re.sub(r"(?<![\w-])worse(?![\w-])", "\033[31mworse\033[0m", text)
+        text = re.sub(r"(?<![\w-])better(?![\w-])", "\033[32mbetter\033[0m", text)
+    counts = {m: int((frame["mark"] == m).sum()) for m in ("worse", "better", "changed")}
+    summary = f"{counts['worse']} worse, {counts['better']} better past {100 * threshold:g} %"
+    if counts["changed"]:
+        summary += f", {counts['changed']} changed (no better direction)"
+    return text + summary + f" (of {len(frame)} rows)\n"
+
+
+def _significant(value) -> object:
+    """A ratio or a percentage to 4 significant digits (0.9197, +8.726), as a person reads it."""
+    if isinstance(value, float) and not math.isnan(value):
+        return float(f"{value:.4g}")
+    return value
+
+
 def trial_text(trial, state=None) -> str:
     """One configuration `simflow tune` tried; with `state` (run.tune.Progress): k of N, the best so far, the ETA."""
     unit = f" {state.unit}" if state and state.unit else ""
@@ -344,12 +391,13 @@ def parse_text(frame, logs: list[dict], every_column: bool) -> str:
         shown = frame if every_column else frame[keep]
         if len(logs) == 1:  # a row per stat, a column per kernel launch
             records = shown.drop(columns=["log"]).to_dict(orient="records")
-            heads = [f"{r['kernel']}#{r['launch_uid']}" if "launch_uid" in r and len(records) > 1 else r["kernel"]
-                     for r in records]
+            heads = [f"{demangle(r['kernel'])}#{r['launch_uid']}" if "launch_uid" in r and len(records) > 1
+                     else demangle(r["kernel"]) for r in records]
             lines.append(table([{"stat": c, **{h: r[c] for h, r in zip(heads, records, strict=True)}}
                                for c in shown.columns if c not in ("log", "kernel")]))
         else:
-            lines.append(table(shown.to_dict(orient="records"), keep=len(ident)))
+            lines.append(table([{**r, "kernel": demangle(r["kernel"])} if "kernel" in r else r
+                                for r in shown.to_dict(orient="records")], keep=len(ident)))
     return "\n".join(lines)
 
 
@@ -381,17 +429,21 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
                                                     "split": result.split, "disagreements": result.disagree},
                           indent=2) + "\n"
     if fmt == "table":  # for a terminal: groups named by what varies, the speed-up first, run ids last
-        return "\n".join(render(_for_terminal(t.frame), fmt, title(t)) for t in result.tables)
+        return "\n".join(render(_for_terminal(t.frame, t.units), fmt, title(t)) for t in result.tables)
     return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)
 
 
-def _for_terminal(frame):
+def _for_terminal(frame, units: dict[str, str]):
+    """Groups named by what varies, the speed-up first, ratios to 4 significant digits, units in the headers."""
     from .analysis.compare import short_labels
 
     shown = frame.assign(group=frame["group"].map(short_labels(list(frame["group"]))))
+    ratios = [c for c in shown.columns if c == "speedup" or c.endswith(" /base")]
+    shown = shown.assign(**{c: shown[c].map(_significant) for c in ratios})
     last = [c for c in ("status", "estimated", "run") if c in shown.columns]
     first = ["group", *(["speedup"] if "speedup" in shown.columns else [])]
-    return shown[first + [c for c in shown.columns if c not in first and c not in last] + last]
+    shown = shown[first + [c for c in shown.columns if c not in first and c not in last] + last]
+    return shown.rename(columns={c: f"{c} ({units[c]})" for c in shown.columns if units.get(c)})
 
 
 def parse_notes(table, logs: list[dict]) -> list[str]:

@@ -307,6 +307,7 @@ class Table:
     identity: dict[str, str]  # group label -> variant + every parameter + problem shape (pairs tables)
     backend: str
     baseline_found: bool = True  # False: the asked-for baseline is not in this table, its first group serves
+    units: dict[str, str] = field(default_factory=dict)  # metric -> its unit ('' or absent: none)
 
 
 @dataclass
@@ -515,8 +516,10 @@ def _table(runs: list[StoredRun], by: list[str], metrics: list[str] | None, base
     if len(set(problems)) > 1 or (len(problems) > 1 and None in problems):  # joined by --by problem or --force
         title += " (NOT LIKE WITH LIKE: " + ("unknown problems" if None in problems else "different problems") + \
             "; a speed-up here compares different work)"
+    units = {m: next((r.units[m] for r in groups.values() if r.units.get(m)), "") for m in names}
     return Table(title, pd.DataFrame(rows), base, {k: _identity(r) for k, r in groups.items()},
-                 backends[0] if len(backends) == 1 else "", found or baseline is None), len(runs) - len(groups)
+                 backends[0] if len(backends) == 1 else "", found or baseline is None,
+                 {m: u for m, u in units.items() if u}), len(runs) - len(groups)
 
 
 class _NoBaseline(UserError):
