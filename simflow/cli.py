@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import __version__, terminal
 from .backends import backend_class, backend_names
-from .errors import ToolError, UserError
+from .errors import MissingTool, ToolError, UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, PRESETS, SUITES, Problem, get_problem, suite
 from .kernels.variants import VARIANTS, check_user_variants, parse_param_args, use_variant_dirs
@@ -707,7 +707,7 @@ def _doctor_args(p: argparse.ArgumentParser) -> None:
                         "about a minute, and are cached)")
     p.add_argument("--reprobe", action="store_true", help="run the probes again even where cached")
     p.add_argument("--require", action="append", default=[], choices=backend_names(),
-                   help="exit 1 unless this backend can run here (repeatable; the image build uses it)")
+                   help="exit 3 unless this backend can run here (repeatable; the image build uses it)")
     _output_args(p)
 
 
@@ -719,8 +719,8 @@ def cmd_doctor(args) -> int:
     data = [f.as_dict() for f in findings]
     _out(args, data, data, terminal.findings_text(findings))
     if absent:
-        print(f"simflow: error: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
-        return 1
+        print(f"simflow: missing: required but absent: {', '.join(absent)} (see above)", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -875,6 +875,9 @@ def main(argv: list[str] | None = None) -> int:
             use_variant_dirs(args.variants)
         check_user_variants()
         return args.func(args)
+    except MissingTool as exc:
+        print(f"simflow: missing: {exc}", file=sys.stderr)
+        return 3
     except UserError as exc:
         print(f"simflow: error: {exc}", file=sys.stderr)
         return 1

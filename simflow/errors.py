@@ -2,7 +2,9 @@
 
 - UserError: something the user can fix; the CLI prints it without a traceback, exit 1.
 - LimitError: a UserError for a kernel that would break a hardware limit.
-- ToolError: an external tool (nvcc, the simulator) failed; carries the command and output.
+- ToolError: an external tool (nvcc, the simulator) failed; carries the command and output. Exit 3.
+- MissingTool: a ToolError for a tool that is not here at all (the simulator, CUDA 11, PyCUDA, ncu); the
+  message says how to get it. Exit 3, as every command's --help states.
 A variant that fails at run time (wrong result, crash) is not an exception: it is a
 status in its result.
 """
@@ -34,3 +36,9 @@ class ToolError(Exception):
         if output:
             text += "\n" + output.rstrip()
         super().__init__(text)
+
+
+class MissingTool(UserError, ToolError):
+    """An external tool simflow needs is not installed here; the message says where simflow looked and how to
+    get it. A UserError too (the user can install it), so whatever handles a user's problem handles it; the
+    command line tells it apart (exit 3)."""

@@ -70,7 +70,7 @@ def test_calibrate_from_recorded_measurements(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
 def test_calibrate_without_pycuda_says_how_to_get_it(tmp_path):
     proc = simflow("calibrate", "-d", str(tmp_path), env={"SIMFLOW_CACHE": str(tmp_path / "cache")})
-    assert proc.returncode == 1 and "pip install 'simflow[gpu]'" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 3 and "pip install 'simflow[gpu]'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.gpu
@@ -83,3 +83,13 @@ def test_live_calibrate_measures_this_gpu(tmp_path):
     assert 0.8 < m["clock_mhz"] / m["clock_mhz_attribute"] < 1.2 and m["l1_bytes"] > 0
     again = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
     assert "cached measurements" in again.stdout
+
+
+def test_an_overlay_written_back_keeps_options_toml_must_quote():
+    """Sampled simulation writes the config it runs (first CTAs only) as an overlay: gpgpu_cache:dl2 must be a
+    quoted key there, or the probe of a sampled run on this config cannot even start."""
+    from simflow.sim.config import overlay_text as written
+
+    config = parse_overlay((CONFIGS / "H200.toml").read_text(), "H200")
+    assert parse_overlay(written(config), "H200").options == config.options
+    assert '"gpgpu_cache:dl2" = ' in written(config) and "\ngpgpu_n_clusters = " in written(config)

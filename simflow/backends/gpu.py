@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import LimitError, UserError
+from ..errors import LimitError, MissingTool
 from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
 from ..kernels.reference import Check, check_output, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
@@ -129,7 +129,7 @@ class GpuBackend(Backend):
         reason = _no_gpu_reason()
         if reason:
             fix = PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU and driver"
-            raise UserError(f"simflow cannot run on a GPU here: {reason}; {fix}")
+            raise MissingTool(f"simflow cannot run on a GPU here: {reason}; {fix}")
 
     def __init__(self) -> None:
         self.check(None)

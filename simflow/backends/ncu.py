@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import MissingTool, UserError
 from ..job import Job
 from ..kernels.variants import Kernel, show_value
 from ..sim.catalogue import stat_of
@@ -229,7 +229,7 @@ def find_ncu() -> Path:
     for candidate in (os.environ.get("SIMFLOW_NCU"), shutil.which("ncu"), NCU_DEFAULT):
         if candidate and Path(candidate).is_file():
             return Path(candidate)
-    raise UserError(f"ncu not found (looked at SIMFLOW_NCU, PATH, /usr/local/cuda/bin/ncu); {NCU_HELP}")
+    raise MissingTool(f"ncu not found (looked at SIMFLOW_NCU, PATH, /usr/local/cuda/bin/ncu); {NCU_HELP}")
 
 
 _NUMBER = re.compile(r"^-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?$")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ToolError, UserError
+from ..errors import MissingTool, ToolError
 from ..resources import cache_dir, templates_dir
 
 LINE = 128  # bytes between a chain's successive entries: one cache line each
@@ -28,7 +28,7 @@ def _pycuda():
         import pycuda.driver as drv
         from pycuda.compiler import SourceModule
     except ImportError as exc:
-        raise UserError(f"calibrate measures the GPU through PyCUDA, which is not importable ({exc}); "
+        raise MissingTool(f"calibrate measures the GPU through PyCUDA, which is not importable ({exc}); "
                         "pip install 'simflow[gpu]'") from None
     except Exception as exc:  # pycuda.autoinit raises the driver's own errors
         raise ToolError(f"no CUDA device could be opened for calibrate: {exc}") from None

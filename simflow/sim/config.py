@@ -259,8 +259,13 @@ def cta_limit(options: dict[str, str]) -> tuple[int, int]:
 def overlay_text(config: SimConfig) -> str:
     """An overlay's TOML text (parse_overlay reads it back)."""
     lines = [f"base = {json.dumps(config.base)}", f"description = {json.dumps(config.description)}", "", "[options]"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in config.options.items()]
+    lines += [f"{_key(k)} = {json.dumps(v)}" for k, v in config.options.items()]
     return "\n".join(lines) + "\n"
+
+
+def _key(name: str) -> str:
+    """An option name as a TOML key: bare where TOML allows, else quoted (gpgpu_cache:dl2)."""
+    return name if name.replace("_", "").replace("-", "").isalnum() and name.isascii() else json.dumps(name)
 
 
 def render_config(pairs: list[tuple[str, str]], header: list[str]) -> str:

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import MissingTool, UserError
 
 SIMULATOR_HELP = (
     "build GPGPU-Sim by its own README (github.com/accel-sim/gpgpu-sim_distribution, the fork Accel-Sim uses, or "
@@ -159,7 +159,7 @@ def find_simulator() -> Simulator:
             raise UserError(f"GPGPU-Sim at {candidate.path} (from {candidate.source}) cannot be used: "
                             f"{candidate.problem}. Fix it or point simflow elsewhere; {SIMULATOR_HELP}")
     where = "; ".join(c.describe() for c in looked)
-    raise UserError(f"GPGPU-Sim not found (looked at: {where}). {SIMULATOR_HELP}")
+    raise MissingTool(f"GPGPU-Sim not found (looked at: {where}). {SIMULATOR_HELP}")
 
 
 def simulator_at(path: Path) -> Simulator:

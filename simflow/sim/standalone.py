@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import MissingTool
 from ..kernels.toolkits import CUDA11_HELP, Toolkit, find_toolkits
 from ..kernels.variant_types import Kernel, template_environment
 from ..resources import cache_dir
@@ -55,7 +55,7 @@ def cuda11_toolkit() -> Toolkit:
         if tk.version[0] == 11:
             return tk
     found = ", ".join(f"{tk.nvcc} (CUDA {tk.version_text})" for tk in toolkits) or "no nvcc at all"
-    raise UserError(f"GPGPU-Sim runs only programs built with CUDA 11.x; found {found}. {CUDA11_HELP}")
+    raise MissingTool(f"GPGPU-Sim runs only programs built with CUDA 11.x; found {found}. {CUDA11_HELP}")
 
 
 def build_program(source: str, name: str = "program", toolkit: Toolkit | None = None,
