@@ -17,13 +17,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, Problem, get_problem
-from .kernels.variants import Kernel
 from .results.record import RunResult
 from .sim.config import DEFAULT_CONFIG
+
+if TYPE_CHECKING:
+    from .kernels.variants import Kernel
 
 __all__ = ["render", "run", "sim", "best_of", "parse", "import_logs", "import_runs", "runs", "find_runs", "find_run",
            "sweep", "tune", "correlate", "doctor", "image", "check", "diff", "comparison", "compare", "explanation",
@@ -222,26 +225,31 @@ def parse(*logs: str | Path, aggregate: bool = False):
     (status, reason, build, notes)."""
     import pandas as pd
 
+    rows, facts = parse_rows(*logs, aggregate=aggregate)
+    table = pd.DataFrame(rows)
+    table.attrs["logs"] = facts
+    return table
+
+
+def parse_rows(*logs: str | Path, aggregate: bool = False) -> tuple[list[dict], list[dict]]:
+    """parse() without pandas, for a command that prints at once: the rows (each with its "log" first) and
+    each log's facts."""
     from .sim.log import named_logs, parse_file
 
     if not logs:
         raise UserError("parse needs at least one log file")
-    frames, facts = [], []
+    rows, facts = [], []
     with named_logs(logs) as named:
         for name, path in named:
             if not path.is_file():
                 raise UserError(f"no such log file: {path}")
             log = parse_file(path)
-            frame = log.frame(by_name=aggregate)
-            frames.append(frame.assign(log=name) if len(frame) else frame)
+            found = log.rows(by_name=aggregate)
+            rows += [{"log": name, **row} for row in found]
             facts.append({**log.run_facts(), "log": name,
-                          "aggregated": [f"{r.kernel} ({r.launches} launches)" for r in frame.itertuples()
-                                         if aggregate and r.launches > 1]})
-    table = pd.concat(frames, ignore_index=True)
-    if "log" in table.columns:
-        table = table[["log", *[c for c in table.columns if c != "log"]]]
-    table.attrs["logs"] = facts
-    return table
+                          "aggregated": [f"{r['kernel']} ({r['launches']} launches)" for r in found
+                                         if aggregate and r["launches"] > 1]})
+    return rows, facts
 
 
 def import_runs(*paths: str | Path, results: str | Path | None = None) -> tuple[list[tuple[str, bool]], Path]:

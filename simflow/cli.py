@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +14,6 @@ from .backends import backend_class, backend_names
 from .errors import MissingTool, ToolError, UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, PRESETS, SUITES, Problem, get_problem, suite
-from .kernels.variants import VARIANTS, check_user_variants, parse_param_args, use_variant_dirs
 from .results.folders import replace_with, write_text
 
 COMMANDS: dict = {}  # name -> (handler, add_parser options, function adding its arguments), in help order
@@ -101,7 +101,8 @@ def _variants_dir_arg(parser: argparse.ArgumentParser) -> None:
 
 def _variant_args(parser: argparse.ArgumentParser, best: bool = False) -> None:
     parser.add_argument("variant", nargs="?" if best else None,
-                        help=f"one of: {', '.join(VARIANTS)}" + (" (with --best: optional)" if best else ""))
+                        help="a variant: 'simflow variants' lists them with their parameters"
+                             + (" (with --best: optional)" if best else ""))
     parser.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
                         help="a template parameter (repeatable); 'simflow variants' lists them")
     if best:
@@ -147,6 +148,12 @@ def _filters_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("filters", nargs="*", metavar="KEY=VALUE",
                         help="only runs matching every one: variant, backend, problem, config, status, id, or a "
                              "parameter or label (tile=16, app=bfs)")
+
+
+def _params(args) -> dict:
+    from .kernels.variants import parse_param_args
+
+    return parse_param_args(args.param)
 
 
 def _problem(args) -> Problem:
@@ -217,7 +224,7 @@ def _render_args(p: argparse.ArgumentParser) -> None:
 def cmd_render(args) -> int:
     from . import api
 
-    kernel = api.render(args.variant, _problem(args), params=parse_param_args(args.param))
+    kernel = api.render(args.variant, _problem(args), params=_params(args))
     if args.output:
         write_text(args.output, kernel.source)
         print(f"wrote {args.output} (fingerprint {kernel.fingerprint()})", file=sys.stderr)
@@ -281,7 +288,7 @@ def cmd_run(args) -> int:
                             f"backend {args.backend} takes none")
     if args.sample is not None and args.no_store:
         raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
-    result = api.run(args.variant, problem, backend=args.backend, params=parse_param_args(args.param),
+    result = api.run(args.variant, problem, backend=args.backend, params=_params(args),
                      best=args.best, precision=args.precision, seed=args.seed, warmup=args.warmup,
                      repeats=args.repeats, sample_check=args.sample_check, config=args.config, docker=args.docker,
                      engine=args.engine, timeout_s=args.timeout, sample=args.sample, workers=args.workers,
@@ -633,8 +640,8 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="every variant with a configuration in --precision")
     _problem_args(p)
     p.add_argument("--suite", help="tune every layer of a suite, one after another (simflow problems --suite)")
-    p.add_argument("--backend", default="gpu", choices=[n for n in backend_names() if backend_class(n).speed_metric],
-                   help="where each configuration is timed (default gpu)")
+    p.add_argument("--backend", default="gpu", choices=backend_names(),
+                   help="where each configuration is timed (default gpu; a backend that times runs)")
     p.add_argument("--config", default="", help="simulator config (for a backend that takes one)")
     p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
                    help="the least precise arithmetic allowed: configurations computing in it or a finer one compete "
@@ -654,6 +661,11 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
 @command("tune", _tune_args, help="search variants' parameters for the fastest passing configuration of a layer")
 def cmd_tune(args) -> int:
     from . import api
+
+    if not backend_class(args.backend).speed_metric:
+        timed = [n for n in backend_names() if backend_class(n).speed_metric]
+        raise UserError(f"tune compares times, and backend {args.backend} times nothing; use one of: "
+                        f"{', '.join(timed)}")
 
     live = args.format == "table" and sys.stderr.isatty()  # progress on a terminal only
 
@@ -804,17 +816,17 @@ def cmd_parse(args) -> int:
         raise UserError("simflow parse needs a LOG file ('-' for standard input), or --catalogue")
     if args.csv == "-":  # the older --csv FILE, given standard output: --format csv
         args.format, args.csv = "csv", None
-    table = api.parse(*args.logs, aggregate=args.aggregate)
-    logs = table.attrs["logs"]
+    rows, logs = api.parse_rows(*args.logs, aggregate=args.aggregate)  # no pandas unless a format needs it
     code = 0 if all(facts["status"] == "complete" for facts in logs) else 2
     args.exit_code = code  # what a reader that goes away early (| head) still gets
-    for line in terminal.parse_notes(table, logs):
+    for line in terminal.parse_notes(rows, logs):
         print(line, file=sys.stderr)
-    shown = table if len(logs) > 1 else table.drop(columns=["log"], errors="ignore")
+    shown = rows if len(logs) > 1 else [{k: v for k, v in r.items() if k != "log"} for r in rows]
     if args.csv:  # the older spelling of --format csv -o FILE, kept beside a table or JSON on standard output
-        replace_with(args.csv, lambda tmp: shown.to_csv(tmp, index=False))
-    rows = shown.to_dict(orient="records")
-    _out(args, json.loads(terminal.parse_json(table, logs)), rows, terminal.parse_text(table, logs, args.all))
+        import pandas as pd
+
+        replace_with(args.csv, lambda tmp: pd.DataFrame(shown).to_csv(tmp, index=False))
+    _out(args, json.loads(terminal.parse_json(rows, logs)), shown, terminal.parse_text(rows, logs, args.all))
     return code
 
 
@@ -871,9 +883,12 @@ def main(argv: list[str] | None = None) -> int:
         from . import api
 
         api.use_stats(*getattr(args, "stats", []))
-        if getattr(args, "variants", None):
-            use_variant_dirs(args.variants)
-        check_user_variants()
+        if hasattr(args, "variants") or hasattr(args, "variant") or os.environ.get("SIMFLOW_VARIANTS"):
+            from .kernels.variants import check_user_variants, use_variant_dirs  # the kernels load only here
+
+            if args.variants if hasattr(args, "variants") else None:
+                use_variant_dirs(args.variants)
+            check_user_variants()
         return args.func(args)
     except MissingTool as exc:
         print(f"simflow: missing: {exc}", file=sys.stderr)
@@ -891,7 +906,6 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (e.g. '| head'): not an error in itself; the exit status is what the command
         # had decided before it printed (parse: 2 for a log that is not complete). Point stdout at /dev/null so
         # the interpreter's final flush does not raise again.
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return getattr(args, "exit_code", 0)

@@ -8,11 +8,15 @@ there: variant, parameters, problem, backend, runner, config and seed are the jo
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING
 
 from .backends import backend_class
 from .errors import UserError
 from .kernels.problems import Problem
-from .kernels.variants import Kernel, get_variant, show_value
+from .kernels.values import show_value
+
+if TYPE_CHECKING:
+    from .kernels.variants import Kernel
 
 DEFAULT_WARMUP = 3  # untimed launches before the timed ones
 DEFAULT_REPEATS = 20  # timed launches (the median is reported)
@@ -40,6 +44,8 @@ class Job:
     @staticmethod
     def make(variant: str, params: dict, problem: Problem, backend: str, **kw) -> Job:
         """The job, checked: an unknown variant, backend, parameter or config is refused here, once."""
+        from .kernels.variants import get_variant  # the kernels (and numpy) load when a job is made
+
         resolved = get_variant(variant).resolve(params)
         cls = backend_class(backend)
         config = kw.pop("config", "") or cls.default_config
@@ -52,6 +58,8 @@ class Job:
         return f"docker:{self.docker_image}" if self.docker_image else "native"
 
     def kernel(self) -> Kernel:
+        from .kernels.variants import get_variant
+
         kernel = get_variant(self.variant).render(self.problem, dict(self.params))
         if self.launch:
             if self.launch not in kernel.kernel_names:

@@ -12,7 +12,7 @@ import threading
 import time
 
 from .backends import backend_class, known_backend
-from .kernels.variants import show_value
+from .kernels.values import show_value
 from .tables import demangle, duration, table, width
 
 
@@ -373,7 +373,7 @@ def tune_text(result) -> str:
                             if best else "none passed"))
 
 
-def parse_text(frame, logs: list[dict], every_column: bool) -> str:
+def parse_text(rows: list[dict], logs: list[dict], every_column: bool) -> str:
     """`simflow parse`: each log's status and build, then the per-kernel summary (every column with --all)."""
     from .sim.catalogue import SUMMARY
 
@@ -384,20 +384,19 @@ def parse_text(frame, logs: list[dict], every_column: bool) -> str:
         if facts["build"]:
             lines += textwrap.wrap(f"  simulator {facts['simulator_version']} [{facts['build']}], {facts['kernels']} "
                                    "kernel launch(es)", limit, subsequent_indent="    ")
-    if len(frame):
-        ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in frame.columns]
-        keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY]
-                        if c in frame.columns]
-        shown = frame if every_column else frame[keep]
+    if rows:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        ident = [c for c in ("log", "launch_uid", "launches", "kernel") if c in columns]
+        keep = ident + [c for c in ["complete", "regs", "cta_per_core", "cta_limited_by", *SUMMARY] if c in columns]
+        shown = [{c: r.get(c) for c in (columns if every_column else keep)} for r in rows]
         if len(logs) == 1:  # a row per stat, a column per kernel launch
-            records = shown.drop(columns=["log"]).to_dict(orient="records")
-            heads = [f"{demangle(r['kernel'])}#{r['launch_uid']}" if "launch_uid" in r and len(records) > 1
-                     else demangle(r["kernel"]) for r in records]
-            lines.append(table([{"stat": c, **{h: r[c] for h, r in zip(heads, records, strict=True)}}
-                               for c in shown.columns if c not in ("log", "kernel")]))
+            heads = [f"{demangle(r['kernel'])}#{r['launch_uid']}" if "launch_uid" in r and len(shown) > 1
+                     else demangle(r["kernel"]) for r in shown]
+            lines.append(table([{"stat": c, **{h: r[c] for h, r in zip(heads, shown, strict=True)}}
+                               for c in shown[0] if c not in ("log", "kernel")]))
         else:
-            lines.append(table([{**r, "kernel": demangle(r["kernel"])} if "kernel" in r else r
-                                for r in shown.to_dict(orient="records")], keep=len(ident)))
+            lines.append(table([{**r, "kernel": demangle(r["kernel"])} if "kernel" in r else r for r in shown],
+                               keep=len(ident)))
     return "\n".join(lines)
 
 
@@ -446,26 +445,31 @@ def _for_terminal(frame, units: dict[str, str]):
     return shown.rename(columns={c: f"{c} ({units[c]})" for c in shown.columns if units.get(c)})
 
 
-def parse_notes(table, logs: list[dict]) -> list[str]:
+def parse_notes(rows: list[dict], logs: list[dict]) -> list[str]:
     """What `simflow parse` says on stderr: the parser's notes, and which launches were aggregated."""
     lines = []
     for facts in logs:
         lines += [f"simflow: note: {facts['log']}: {note}" for note in facts["notes"]]
         if facts["aggregated"]:
-            rows = int((table["log"] == facts["log"]).sum())
-            lines.append(f"simflow: aggregated {facts['kernels']} launches into {rows} kernels: "
+            count = sum(1 for r in rows if r.get("log") == facts["log"])
+            lines.append(f"simflow: aggregated {facts['kernels']} launches into {count} kernels: "
                          f"{', '.join(facts['aggregated'])}; counts summed, rates weighted by cycles, miss rates "
                          "recomputed, whole-process figures the last launch's")
     return lines
 
 
-def parse_json(table, logs: list[dict]) -> str:
-    """`simflow parse --json`: a log's facts and its per-kernel records (several logs: {"logs": [...]})."""
+def parse_json(rows: list[dict], logs: list[dict]) -> str:
+    """`simflow parse --json`: a log's facts and its per-kernel records, every column of the whole table in each
+    (null where a log has none; NaN as null) (several logs: {"logs": [...]})."""
     import json
 
+    columns = [c for c in dict.fromkeys(k for r in rows for k in r) if c != "log"]
+
+    def clean(value):
+        return None if isinstance(value, float) and math.isnan(value) else value
+
     records = [{**{k: v for k, v in facts.items() if k != "aggregated"},
-                "per_kernel": json.loads(table[table["log"] == facts["log"]].drop(columns=["log"])
-                                         .to_json(orient="records")) if "log" in table else []}
+                "per_kernel": [{c: clean(r.get(c)) for c in columns} for r in rows if r["log"] == facts["log"]]}
                for facts in logs]
     return json.dumps(records[0] if len(records) == 1 else {"logs": records}, indent=2)
 

@@ -21,6 +21,7 @@ from ..errors import LimitError, UserError
 from .limits import DeviceLimits, check_constant_memory, check_threads
 from .problems import Problem
 from .reference import TOLERANCE, Tolerance
+from .values import show_value  # noqa: F401  (re-exported: variants, families and templates use it)
 
 TRUE_WORDS = {"1", "true", "on", "yes"}
 FALSE_WORDS = {"0", "false", "off", "no"}
@@ -65,12 +66,6 @@ class Param:
 
     def choices_text(self) -> str:
         return ", ".join(show_value(c) for c in self.choices)
-
-
-def show_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return str(value)
 
 
 @dataclass(frozen=True)

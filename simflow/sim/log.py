@@ -126,13 +126,17 @@ class SimLog:
         return self.status == "complete"
 
     def frame(self, by_name: bool = False):
-        """One row per kernel launch: identity, resources, then per-kernel metrics. by_name: one row per
-        kernel name, its launches aggregated (see `aggregate`), with their count and uids."""
+        """rows() as a DataFrame."""
         import pandas as pd
 
+        return pd.DataFrame(self.rows(by_name))
+
+    def rows(self, by_name: bool = False) -> list[dict]:
+        """One row per kernel launch: identity, resources, then per-kernel metrics. by_name: one row per
+        kernel name, its launches aggregated (see `aggregate`), with their count and uids."""
         if not by_name:
-            return pd.DataFrame([{"launch_uid": k.launch_uid, "kernel": k.kernel, "complete": k.complete,
-                                  **k.resources, **k.metrics} for k in self.kernels])
+            return [{"launch_uid": k.launch_uid, "kernel": k.kernel, "complete": k.complete, **k.resources,
+                     **k.metrics} for k in self.kernels]
         names: dict[str, list[KernelRecord]] = {}
         for record in self.kernels:
             names.setdefault(record.kernel, []).append(record)
@@ -142,7 +146,7 @@ class SimLog:
             rows.append({"launches": len(records), "launch_uids": ",".join(str(r.launch_uid) for r in records),
                          "kernel": name, "complete": all(r.complete for r in records), **same,
                          **aggregate([r.metrics for r in records])})
-        return pd.DataFrame(rows)
+        return rows
 
     def intervals(self) -> list[dict]:
         """One row per interval between progress samples: thread IPC over the interval, occupancy at
