@@ -26,18 +26,18 @@ the rendered source runs on a GPU (PyCUDA) or under the GPGPU-Sim cycle simulato
 results are stored, compared and explained.
 
 quick starts:
-  simflow parse LOG.gz                          stats of a GPGPU-Sim log, a column per kernel
-  simflow import-log *.log.gz && simflow report -d report/
-  simflow sim shared --problem batch3x3        simulate one variant (simflow doctor: is the simulator here?)
-  simflow run shared --problem fmnist-conv1    build, check and time it on the GPU
-  simflow explain variant=global variant=shared  why B takes more or fewer cycles than A
+  simflow parse LOG.gz                       # a log's stats, a kernel a column
+  simflow import-log -l problem=P *.log.gz && simflow report -d report/
+  simflow sim shared --problem batch3x3      # simulate (here? simflow doctor)
+  simflow run shared --problem fmnist-conv1  # build, check and time on the GPU
+  simflow explain variant=global variant=shared    # why B takes more cycles
 
 'simflow COMMAND --help' shows a command's options and examples."""
 EXAMPLES = {
     "variants": ["simflow variants", "simflow variants -f markdown -o variants.md"],
     "problems": ["simflow problems", "simflow problems --suite resnet50"],
     "render": ["simflow render shared --param tile=8 --problem fmnist-conv2", "simflow render global -o k.cu"],
-    "run": ["simflow run shared_weights --param unroll=both --problem fmnist-conv1 --batch 10000",
+    "run": ["simflow run shared_weights -P unroll=both --problem fmnist-conv1 --batch 10000",
             "simflow run global --shape 8,3,16,64,64,5,2 --json", "simflow run --best --problem fmnist-conv1"],
     "sim": ["simflow sim shared --problem batch3x3", "simflow sim global --problem fmnist-conv1 --batch 1",
             "simflow sim regtile --shape 256,3,8,32,32,5,2 --sample", "simflow sim shared --docker simflow-gpgpusim"],
@@ -831,24 +831,37 @@ def cmd_parse(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="simflow", description=DESCRIPTION, epilog=EXIT_CODES,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="simflow", description=DESCRIPTION, epilog=EXIT_CODES, formatter_class=_Prose)
     parser.add_argument("--version", action="version", version=f"simflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (handler, options, arguments) in COMMANDS.items():
         examples = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
         epilog = options.pop("epilog", EXIT_CODES)
-        p = sub.add_parser(name, description=options["help"], epilog=f"{examples}\n\n{_wrapped(epilog)}",
-                           formatter_class=argparse.RawDescriptionHelpFormatter, **options)
+        p = sub.add_parser(name, description=options["help"], epilog=f"{examples}\n\n{epilog}", formatter_class=_Prose,
+                           **options)
         arguments(p)
         p.set_defaults(func=handler)
     return parser
 
 
-def _wrapped(text: str) -> str:
-    import textwrap
+class _Prose(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs wrapped to the terminal at word boundaries; an indented line (an example, a
+    quick start) is kept as it is, so it can be copied."""
 
-    return "\n".join(textwrap.wrap(text, 100, subsequent_indent="  "))
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for paragraph in text.split("\n\n"):
+            lines = paragraph.splitlines()
+            prose = [line for line in lines if not line.startswith("  ")]
+            if len(prose) == len(lines):
+                out.append(textwrap.fill(" ".join(line.strip() for line in lines), width, initial_indent=indent,
+                                         subsequent_indent=indent + "  ", break_long_words=False,
+                                         break_on_hyphens=False))
+            else:  # a heading line and indented examples: verbatim
+                out.append("\n".join(indent + line for line in lines))
+        return "\n\n".join(out)
 
 
 class _Parser(argparse.ArgumentParser):

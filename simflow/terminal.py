@@ -64,15 +64,21 @@ def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
 
 
 def variants_text(data: list[dict]) -> str:
-    """`simflow variants`: each variant, its parameters, and what each backend that refuses anything says of it."""
+    """`simflow variants`: each variant, its parameters, and what each backend that refuses anything says of it,
+    wrapped to the terminal at word boundaries."""
     from .backends.base import Backend
 
-    lines = []
+    limit, lines = width() or 10**6, []
+
+    def add(text: str, indent: str = "") -> None:
+        lines.extend(textwrap.wrap(text, limit, initial_indent=indent, subsequent_indent=indent + "    ",
+                                   break_long_words=False, break_on_hyphens=False) or [indent])
+
     for v in data:
-        lines.append(f"{v['variant']}: {v['summary']}")
+        add(f"{v['variant']}: {v['summary']}")
         for p in v["params"]:
             host = " [host side: same kernel code]" if p["host"] else ""
-            lines.append(f"    {p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}")
+            add(f"{p['name']} = {'|'.join(p['choices'])} (default {p['default']}){host}: {p['help']}", "    ")
         for name, support in v["backends"].items():
             cls = backend_class(name)
             if cls.support.__func__ is Backend.support.__func__:
@@ -80,10 +86,10 @@ def variants_text(data: list[dict]) -> str:
             refused = ", ".join(f"{r['param']}={r['value']}" for r in support["refuses"])
             forms = ", ".join(support.get("needs_wmma_forms", []))
             reason = f" ({support['reason']})" if support["reason"] else ""
-            lines.append(f"    {cls.title or name}: " + (f"runs it{reason}" if support["accepts_defaults"] else
-                                                        f"refuses it{reason}")
-                         + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
-                         + (f"; refuses {refused}" if refused else ""))
+            add(f"{cls.title or name}: " + (f"runs it{reason}" if support["accepts_defaults"] else
+                                            f"refuses it{reason}")
+                + (f" where the build computes {forms} correctly (simflow doctor)" if forms else "")
+                + (f"; refuses {refused}" if refused else ""), "    ")
     return "\n".join(lines)
 
 
@@ -401,12 +407,34 @@ def parse_text(rows: list[dict], logs: list[dict], every_column: bool) -> str:
 
 
 def findings_text(findings) -> str:
-    """`simflow doctor`: each part, found or not, and how to get what is missing."""
-    lines = []
+    """`simflow doctor`: each part, found or not, and how to get what is missing, each thing said once (a cause or
+    an instruction said for an earlier part is referred to, not repeated), wrapped to the terminal."""
+    limit, lines, said = width() or 10**6, [], {}  # said: a sentence (or a whole text) -> the part that said it
+    whole: dict[str, str] = {}
+
+    def once(text: str, part: str) -> str:
+        earlier = next((p for t, p in whole.items() if p != part and text.strip(" .;") in t), None)
+        if earlier:
+            return f"(as for {earlier})"
+        whole.setdefault(text, part)
+        kept = []
+        for sentence in (s.strip() for s in re.split(r"(?<=[.;)])\s+", text) if s.strip()):
+            key = sentence.rstrip(".;")
+            if key in said and said[key] != part:
+                if f"(as for {said[key]})" not in kept:
+                    kept.append(f"(as for {said[key]})")
+            else:
+                said.setdefault(key, part)
+                kept.append(sentence)
+        return " ".join(kept)
+
     for f in findings:
-        lines.append(f"[{'ok' if f.found else '--'}] {f.component}: {f.detail}")
+        whole_words = {"break_long_words": False, "break_on_hyphens": False}  # paths and commands stay whole
+        lines += textwrap.wrap(f"[{'ok' if f.found else '--'}] {f.component}: {once(f.detail, f.component)}", limit,
+                               subsequent_indent="       ", **whole_words)
         if not f.found and f.how_to_get:
-            lines.append(f"       how to get it: {f.how_to_get}")
+            lines += textwrap.wrap(f"how to get it: {once(f.how_to_get, f.component)}", limit,
+                                   initial_indent="       ", subsequent_indent="       ", **whole_words)
     return "\n".join(lines)
 
 

@@ -235,10 +235,13 @@ def test_one_output_option_for_every_table(command, tmp_path):
 def test_a_table_fits_the_terminal_and_names_what_it_left_out(tmp_path):
     wide = simflow("parse", str(LOG), "--all")
     assert max(map(len, wide.stdout.splitlines())) > 80  # a pipe: every column, as it is
-    narrow = simflow("parse", str(LOG), "--all", env={"COLUMNS": "80"})
+    fits = simflow("parse", str(LOG), "--all", env={"COLUMNS": "80"})  # demangled, both kernels fit in 80
+    assert max(map(len, fits.stdout.splitlines())) <= 80 and "left out" not in fits.stdout
+    assert "conv2d_global#1" in fits.stdout and "conv2d_shared#2" in fits.stdout and "_Z13" not in fits.stdout
+    narrow = simflow("parse", str(LOG), "--all", env={"COLUMNS": "60"})
     lines = narrow.stdout.splitlines()
-    assert max(map(len, lines)) <= 80 and "left out to fit 80 characters" in narrow.stdout
-    assert "conv2d_global#1" in narrow.stdout and "_Z13" not in narrow.stdout  # demangled: every kernel fits
+    assert max(map(len, lines)) <= 60 and "left out to fit 60 characters" in narrow.stdout
+    assert "conv2d_global#1" in narrow.stdout  # the first column stays
     saved = tmp_path / "table.txt"  # -o FILE keeps every column, whatever the terminal's width
     assert simflow("parse", str(LOG), "--all", "-o", str(saved), env={"COLUMNS": "80"}).returncode == 0
     assert saved.read_text() == wide.stdout and "left out" not in saved.read_text()

@@ -107,3 +107,29 @@ def test_problems_shows_a_small_layers_flops():
 def test_readme_quick_start_one_runs_with_its_labels():
     readme = (ROOT / "README.md").read_text()
     assert "simflow import-log -l problem=batch3x3 examples/" in readme
+
+
+@pytest.mark.parametrize("argv", [["variants"], ["doctor", "--no-probe"], ["--help"], ["run", "--help"],
+                                  ["compare", "--help"], ["calibrate", "--help"]])
+def test_prose_wraps_to_the_terminal_at_word_boundaries(argv):
+    proc = simflow(*argv, env={"COLUMNS": "80"})
+    assert proc.returncode in (0, 3), proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    words = {w for line in simflow(*argv).stdout.split() for w in [line]}  # every word whole, wrapped or not
+    assert {w for w in proc.stdout.split()} <= words | {"how", "to", "get", "it:"}
+
+
+def test_doctor_says_each_finding_once():
+    from simflow.backends.base import Finding
+
+    text = terminal.findings_text([
+        Finding("GPU (PyCUDA)", False, "PyCUDA is not importable", "install PyCUDA: pip install 'simflow[gpu]'"),
+        Finding("Nsight Compute", False, "PyCUDA is not importable", "install PyCUDA: pip install 'simflow[gpu]'"),
+        Finding("GPGPU-Sim", False, "not found.", "build it; GPGPU-Sim needs a CUDA 11.x toolkit."),
+        Finding("CUDA 11", False, "none found", "GPGPU-Sim needs a CUDA 11.x toolkit."),
+    ])
+    assert text.count("pip install") == 1 and text.count("needs a CUDA 11.x toolkit") == 1
+    assert "Nsight Compute: (as for GPU (PyCUDA))" in text and "(as for GPGPU-Sim)" in text
+    doctor = simflow("doctor", "--no-probe").stdout
+    assert doctor.count("pip install 'simflow[gpu]'") <= 1 and "[--] pycuda:" not in doctor
