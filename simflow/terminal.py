@@ -457,6 +457,16 @@ def comparison_text(result, fmt: str, by: str, baseline: str | None) -> str:
                           indent=2) + "\n"
     if fmt == "table":  # for a terminal: groups named by what varies, the speed-up first, run ids last
         return "\n".join(render(_for_terminal(t.frame, t.units), fmt, title(t)) for t in result.tables)
+    if fmt == "html":  # a page in the report's styles, each table scrolling inside the page, not the page
+        import html
+        from importlib.resources import files
+
+        css = files("simflow.analysis").joinpath("templates", "report.css").read_text()
+        said = (result.split, result.left_out, *result.disagree)
+        notes = "".join(f'<p class="note">{html.escape(line)}</p>' for line in said if line)
+        body = "".join(f'<div class="table-wrap">{render(t.frame, fmt, title(t))}</div>' for t in result.tables)
+        return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>simflow compare</title>'
+                f"<style>\n{css}</style></head>\n<body><h1>simflow compare</h1>{notes}{body}</body></html>\n")
     return "\n".join(render(t.frame, fmt, title(t)) for t in result.tables)
 
 

@@ -133,3 +133,17 @@ def test_doctor_says_each_finding_once():
     assert "Nsight Compute: (as for GPU (PyCUDA))" in text and "(as for GPGPU-Sim)" in text
     doctor = simflow("doctor", "--no-probe").stdout
     assert doctor.count("pip install 'simflow[gpu]'") <= 1 and "[--] pycuda:" not in doctor
+
+
+@pytest.mark.chromium
+@pytest.mark.parametrize("width", [800, 1280, 1920])
+def test_compare_html_is_a_styled_page_that_never_scrolls_sideways(stored, tmp_path, width):
+    from browser import measure
+
+    page = tmp_path / "compare.html"
+    proc = simflow("compare", "-f", "html", "-o", str(page), env=stored)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert "<style>" in text and 'class="table-wrap"' in text and "td.worse" in text  # the report's styles
+    seen = measure(page, width)
+    assert seen["scrollWidth"] <= seen["width"]  # a wide table scrolls in its box, the page does not

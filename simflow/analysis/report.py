@@ -120,7 +120,10 @@ def _mark(name: str, ratio: float) -> str:
     return "better" if (ratio > 1) == (direction == "higher") else "worse"
 
 
-def _grid(frame, label_of: dict[str, str], units: dict[str, str], caption: str) -> Grid:
+def _grid(frame, label_of: dict[str, str], units: dict[str, str], caption: str, baseline: str = "") -> Grid:
+    """The table as cells; each value marked better or worse than the baseline group's, also where the baseline's
+    is 0 (bank conflicts 0 -> 1152 is worse, though no ratio exists)."""
+    base = next((r for r in frame.to_dict(orient="records") if r.get("group") == baseline), {})
     headers, rows = [], []
     for column in frame.columns:
         if column.endswith(" /base"):
@@ -137,8 +140,10 @@ def _grid(frame, label_of: dict[str, str], units: dict[str, str], caption: str) 
             elif isinstance(value, float):
                 ratio = value if column.endswith(" /base") or column == "speedup" else record.get(f"{column} /base",
                                                                                                   math.nan)
-                base = column.removesuffix(" /base")
-                row.append((svg.number(value), f"num {_mark(base, ratio)}".strip()))
+                name = column.removesuffix(" /base")
+                if math.isnan(ratio) and base.get(name) == 0 and record.get(name):  # from zero: up without ratio
+                    ratio = math.inf if record[name] > 0 else -math.inf
+                row.append((svg.number(value), f"num {_mark(name, ratio)}".strip()))
             else:
                 row.append(("" if value is None else str(value), ""))
         rows.append(row)
@@ -156,7 +161,7 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
         section.notes.append(f"The baseline asked for is not in this table; its first group, {label_of[base]}, "
                              "stands for it.")
     section.grids.append(_grid(frame, label_of, units, "each value, and over the baseline's (green: better, "
-                                                     "red: worse, past 2 %)"))
+                                                     "red: worse, past 2 %; from a baseline of 0 too)", base))
     labels = [label_of[g] for g in frame["group"]]
     if "speedup" in frame and table.backend:
         speed = speed_metric(table.backend)
