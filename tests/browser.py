@@ -26,6 +26,12 @@ window.addEventListener('load', function () {
     });
     out.hover += svg.querySelectorAll('title').length;
   });
+  out.summaries = Array.prototype.map.call(document.querySelectorAll('table.summary'),
+                                          function (t) { return t.getBoundingClientRect().right; });
+  out.anchors = Array.prototype.filter.call(document.querySelectorAll('nav.contents a'), function (a) {
+    return document.querySelector(a.getAttribute('href'));
+  }).length;
+  out.links = document.querySelectorAll('nav.contents a').length;
   var pre = document.createElement('pre'); pre.id = 'simflow-probe'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });

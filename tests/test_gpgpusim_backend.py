@@ -250,7 +250,7 @@ def test_cli_without_a_simulator_says_how_to_get_one(tmp_path):
     assert "(from GPGPUSIM_ROOT) cannot be used: no such folder" in proc.stderr and "--docker" in proc.stderr
     assert "by its own README" in proc.stderr
     proc = simflow("sim", "global", "--config", "SM9", env=env)
-    assert proc.returncode == 1 and "valid configs: SM7_QV100, SM7_QV100_small" in proc.stderr
+    assert proc.returncode == 1 and "valid configs: H200, SM7_QV100, SM7_QV100_small" in proc.stderr
     proc = simflow("sim-exec", str(tmp_path), env=env)
     assert proc.returncode == 1 and "not a prepared simflow run folder" in proc.stderr
 

@@ -40,7 +40,7 @@ def test_report_of_simulator_and_gpu_runs(tmp_path):
     assert "http" not in re.sub(r'xmlns="http://www.w3.org/2000/svg"', "", page)  # nothing fetched: offline
     assert "<h2>gpgpusim on batch3x3" in page and "<h2>gpu on batch3x3" in page
     assert "<th>gpu_sim_cycle (cycles)</th>" in page and "<th>time_ms (ms)</th>" in page  # units in the headers
-    assert '<td class="num worse">1.087</td>' in page  # shared's cycles over global's: 4 digits, coloured
+    assert '<td class="num worse">7277 (x1.087)</td>' in page  # shared's cycles over global's: 4 digits, coloured
     assert '<td class="num better">1.25</td>' in page  # its GPU speed-up
     assert "| variant=shared |" in md and "GPU and simulator side by side" in md
     assert "| variant=shared | 1.250 | 0.920 |" in md  # 0.020/0.016 on the GPU, 6693/7277 cycles simulated
@@ -118,7 +118,7 @@ def test_a_multi_kernel_run_is_shown_kernel_by_kernel(tmp_path):
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "r" / "report.md").read_text()
     kernels = md.split("### Kernel by kernel")[1]
-    assert "| metric | _Z13conv2d_globalPKfS0_Pfiiii | _Z13conv2d_sharedPKfS0_Pfiiii |" in kernels
+    assert "| metric | conv2d_global | conv2d_shared |" in kernels  # demangled, as the terminal shows them
     assert re.search(r"\| gpu_sim_cycle \(cycles\) \| 6,?\d{3} \| 7,?\d{3} \|", kernels)
 
 
@@ -165,3 +165,25 @@ def test_the_report_of_a_12_run_simulator_comparison_in_chromium(tmp_path):
     page = (tmp_path / "r" / "index.html").read_text()
     assert page.count('<div class="explained">') == 11  # the baseline against each of the other eleven
     _page_checks(tmp_path / "r" / "index.html", "report-12-simulator-runs")
+
+
+@pytest.mark.chromium
+def test_the_summary_comes_first_and_fits_1280_px_with_contents_that_lead_somewhere(tmp_path):
+    from browser import measure, screenshot
+
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    for log, labels in ((DATA / "accelsim-fork_qv100_global-then-shared.log.gz", ["problem=N4K4", "variant=both"]),
+                        (DATA / "gpgpusim-dev_qv100_global-only.log.gz", ["problem=N4K4", "variant=global"]),
+                        (DATA / "accelsim-fork_qv100_saxpy-scale-x3.log.gz", ["problem=saxpy"])):
+        assert simflow("import-log", str(log), *(x for lab in labels for x in ("-l", lab)), env=env).returncode == 0
+    assert simflow("report", "--by", "variant", "-d", str(tmp_path / "r"), env=env).returncode == 0
+    page = tmp_path / "r" / "index.html"
+    html = page.read_text()
+    assert html.index('class="simflow summary"') < html.index("every metric (a row each)")  # the summary first
+    for width in (800, 1280, 1920):
+        seen = measure(page, width)
+        assert seen["scrollWidth"] <= width and not seen["outside"], (width, seen["outside"])
+        assert seen["links"] >= 3 and seen["anchors"] == seen["links"]  # every contents entry has its section
+        if width >= 1280:
+            assert max(seen["summaries"]) <= width  # the whole summary in view, no scrolling
+        screenshot(page, tmp_path / f"report-{width}.png", width)

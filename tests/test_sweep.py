@@ -60,7 +60,7 @@ def test_expansion_and_duplicates(tmp_path):
     (('unroll = ["none", "both"]', 'unrol = ["none"]'), 12, "variant shared has no parameter 'unrol'; valid"),
     (('tile = [8, 16, 16]', 'tile = [8, 12]'), 11, "parameter tile takes one of 8, 16, 32, got 12"),
     (('["gpgpusim"]', '["gpgpusim", "cpu"]'), 2, "unknown backend 'cpu'; valid backends: gpu, gpgpusim"),
-    (('["SM7_QV100"]', '["SM8"]'), 3, "unknown simulator config 'SM8'; valid configs: SM7_QV100"),
+    (('["SM7_QV100"]', '["SM8"]'), 3, "unknown simulator config 'SM8'; valid configs: H200, SM7_QV100"),
     (('["batch3x3"]', '["batch9x9"]'), 4, "unknown problem 'batch9x9'; presets: fmnist-conv1"),
 ])
 def test_mistakes_name_the_line_and_the_choices(tmp_path, change, where, message):

@@ -168,8 +168,8 @@ def test_tune_without_its_backend_says_so_without_a_traceback(tmp_path):
     if NEEDS["gpu"][0]:
         pytest.skip("this machine has the GPU backend: tune would run")
     proc = simflow("tune", "global", "--runs", "2", "--results", str(tmp_path))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "optuna" not in proc.stderr.lower()
-    assert proc.stderr.startswith("simflow: error: simflow cannot run on a GPU here")
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr and "optuna" not in proc.stderr.lower()
+    assert proc.stderr.startswith("simflow: missing: simflow cannot run on a GPU here")  # a tool missing: exit 3
 
 
 @pytest.mark.gpu

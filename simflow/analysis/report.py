@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..results.folders import write_text
 from ..results.metrics import better, speed_metric, stand_in
 from ..results.store import StoredRun
+from ..tables import demangle
 from . import svg
 from .compare import DEFAULT_THRESHOLD, comparison, short_labels
 
@@ -34,6 +35,7 @@ class Grid:
     caption: str
     headers: list[str]
     rows: list[list[tuple[str, str]]]
+    css: str = ""  # a class of the table itself ('summary': the first a reader sees)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Figure:
 @dataclass
 class Section:
     title: str
+    anchor: str = ""  # its id in the page, for the contents (set by write_report)
     notes: list[str] = field(default_factory=list)
     grids: list[Grid] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
@@ -72,6 +75,10 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     intro = [f"{len(runs)} runs, grouped by {','.join(by)}; made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."]
     intro += [line for line in (result.split, result.left_out) if line]
     intro += [f"Simulator and GPU disagree: {line}" for line in result.disagree]
+    for number, s in enumerate(sections):
+        s.anchor = f"s{number}"
+        for sub_number, part in enumerate(s.subsections):
+            part.anchor = f"s{number}-{sub_number}"
     figures = [f for s in sections for part in (s, *s.subsections) for f in part.figures]
     names = [f.name for f in figures]
     if len(set(names)) != len(names):
@@ -79,7 +86,8 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     env = jinja2.Environment(loader=jinja2.PackageLoader("simflow.analysis", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"]), trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
-    model = {"intro": intro, "sections": sections, "toggle_script": svg.TOGGLE_SCRIPT}
+    model = {"intro": intro, "sections": sections, "toggle_script": svg.TOGGLE_SCRIPT,
+             "contents": [(s.title, s.anchor, [(p.title, p.anchor) for p in s.subsections]) for s in sections]}
     folder.mkdir(parents=True, exist_ok=True)
     page, markdown = folder / "index.html", folder / "report.md"
     write_text(page, env.get_template("report.html.j2").render(model))
@@ -150,6 +158,51 @@ def _grid(frame, label_of: dict[str, str], units: dict[str, str], caption: str, 
     return Grid(caption, headers, rows)
 
 
+SUMMARY = ("gpu_sim_cycle", "time_ms", "gpu_ipc", "gflops", "gpu_occupancy", "L1D_total_cache_misses",
+           "gbs", "gpgpu_n_shmem_bkconflict")  # what a profiler shows first, where a backend has it
+SUMMARY_METRICS = 5
+
+
+def _summary(frame, label_of: dict[str, str], units: dict[str, str], base: str, backend: str) -> Grid:
+    """What a reader looks at first, narrow enough for a 1280 px page: the speed-up, then the key metrics
+    (cycles or time, IPC, occupancy, misses), a group a row, each coloured against the baseline."""
+    from ..results.metrics import default_metrics
+
+    metrics = [c for c in frame.columns if c not in ("group", "run", "status", "speedup", "estimated")
+               and not c.endswith(" /base")]
+    key = [m for m in (*SUMMARY, *(default_metrics(backend) if backend else ()), *metrics)
+           if m in metrics]
+    key = list(dict.fromkeys(key))[:SUMMARY_METRICS]
+    columns = ["group", *(["speedup"] if "speedup" in frame.columns else []), *key,
+               *(f"{m} /base" for m in key if f"{m} /base" in frame.columns)]
+    grid = _grid(frame[columns], label_of, units, "summary: the speed-up first, then the key metrics (green: "
+                 "better than the baseline, red: worse)", base)
+    shown = [i for i, h in enumerate(grid.headers) if not h.endswith(" / baseline")]  # ratios: in the table below
+    return Grid(grid.caption, [grid.headers[i] for i in shown], [[row[i] for i in shown] for row in grid.rows],
+                "summary")
+
+
+def _transposed(grid: Grid) -> Grid:
+    """A metric a row, a group a column: each cell the value, and where the table has it, its ratio (x0.92)."""
+    groups = [row[0][0] for row in grid.rows]
+    headers = grid.headers
+    index = {h: i for i, h in enumerate(headers)}
+    rows = []
+    for i, header in enumerate(headers[1:], 1):
+        if header.endswith(" / baseline"):
+            continue
+        name = header.split(" (")[0]
+        ratio = index.get(f"{name} / baseline")
+        cells = []
+        for row in grid.rows:
+            text, css = row[i]
+            if ratio is not None and row[ratio][0] not in ("", "n/a"):
+                text, css = f"{text} (x{row[ratio][0]})", row[ratio][1] or css
+            cells.append((text, css))
+        rows.append([(header, "label"), *cells])
+    return Grid(grid.caption, ["metric", *groups], rows)
+
+
 def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> Section:
     frame, base = table.frame, table.baseline
     table_runs = [r for r in runs if r.id in set(frame["run"])]
@@ -160,8 +213,11 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
     if not table.baseline_found:
         section.notes.append(f"The baseline asked for is not in this table; its first group, {label_of[base]}, "
                              "stands for it.")
-    section.grids.append(_grid(frame, label_of, units, "each value, and over the baseline's (green: better, "
-                                                     "red: worse, past 2 %; from a baseline of 0 too)", base))
+    section.grids.append(_summary(frame, label_of, units, base, table.backend))
+    section.grids.append(_transposed(_grid(frame, label_of, units, "every metric (a row each), each group's value "
+                                                                   "and its ratio over the baseline's (green: "
+                                                                   "better, red: worse, past 2 %; from a baseline "
+                                                                   "of 0 too)", base)))
     labels = [label_of[g] for g in frame["group"]]
     if "speedup" in frame and table.backend:
         speed = speed_metric(table.backend)
@@ -231,7 +287,7 @@ def _per_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[
                    for k in kernels]
                 for row in run.by_kernel(getattr(known_backend(run.backend), "shown", ()), totals=False)]
         section.grids.append(Grid(f"{label_of.get(group_of.get(run.id, ''), run.id)} (run {run.id})",
-                                  ["metric", *kernels], rows))
+                                  ["metric", *map(demangle, kernels)], rows))
     return section
 
 
