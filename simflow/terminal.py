@@ -430,7 +430,8 @@ def findings_text(findings) -> str:
 
     for f in findings:
         whole_words = {"break_long_words": False, "break_on_hyphens": False}  # paths and commands stay whole
-        lines += textwrap.wrap(f"[{'ok' if f.found else '--'}] {f.component}: {once(f.detail, f.component)}", limit,
+        detail = f.detail if f.found else once(f.detail, f.component)  # what is there is said as it is
+        lines += textwrap.wrap(f"[{'ok' if f.found else '--'}] {f.component}: {detail}", limit,
                                subsequent_indent="       ", **whole_words)
         if not f.found and f.how_to_get:
             lines += textwrap.wrap(f"how to get it: {once(f.how_to_get, f.component)}", limit,

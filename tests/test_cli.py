@@ -162,7 +162,9 @@ def test_the_check_table_fits_any_width_and_says_long_results_once():
 def test_check_runs_on_the_gpu(tmp_path):
     proc = simflow("check", "--json", env={"SIMFLOW_CACHE": str(tmp_path)})
     rows = json.loads(proc.stdout)["variants"]
-    assert all(r["gpu"].startswith("passed") for r in rows if not r["variant"].startswith("wmma"))
+    rendered = [r for r in rows if not r.get("render", "").startswith("refused")]  # wmma, wgmma_nchw refuse batch3x3
+    assert rendered and all(r["gpu"].startswith("passed") for r in rendered)
+    assert all("refused: " in r["render"] for r in rows if r not in rendered)
 
 
 def test_variants_json_says_what_the_simulator_accepts(capsys):
