@@ -33,11 +33,24 @@ def new_run_folder(variant: str, root: Path | None = None) -> tuple[str, Path]:
 def replace_with(path: str | Path, write: Callable[[Path], object]) -> None:
     """Make `path` by `write(tmp)` into a temporary file beside it, then rename: a reader sees the old file or the
     new one, an existing file is never changed by a failed write (a full disk), nothing temporary is left, and
-    the error names `path`, not the temporary file or an input."""
+    the error names `path`, not the temporary file or an input. Only a regular file (or none) is replaced so: a
+    symlink's target is written, not the link; a device, FIFO or socket (-o /dev/null, as root too) is written in
+    place and never renamed over; an existing file keeps its mode."""
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        try:
+            write(path)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+        return
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         write(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
