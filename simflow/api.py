@@ -322,14 +322,19 @@ def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config:
     return done
 
 
-def find_runs(*filters: str, results=None, last: int | None = None) -> list:
+def find_runs(*filters: str, results=None, last: int | None = None, parts: bool = False) -> list:
     """The stored runs (and unfinished run folders) matching every KEY=VALUE filter, oldest first; `last`: only
-    the newest so many."""
+    the newest so many. A sampled run's probe and samples are parts of it, not runs of their own: left out
+    unless `parts` (or a filter names a run by id; simflow show names them)."""
     from .results.selectors import select
     from .results.store import Store
 
     with Store(_results(results), read_only=True) as store:
-        found = select(store.runs(), filters)
+        every = store.runs()
+    if not parts and not any(f.startswith("id=") for f in filters):
+        kept = {pid for r in every if r.sampled for pid in (r.estimate.get("probe"), *r.estimate.get("runs", ()))}
+        every = [r for r in every if r.id not in kept]
+    found = select(every, filters)
     return found[-last:] if last else found
 
 

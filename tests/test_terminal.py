@@ -147,3 +147,20 @@ def test_compare_html_is_a_styled_page_that_never_scrolls_sideways(stored, tmp_p
     assert "<style>" in text and 'class="table-wrap"' in text and "td.worse" in text  # the report's styles
     seen = measure(page, width)
     assert seen["scrollWidth"] <= seen["width"]  # a wide table scrolls in its box, the page does not
+
+
+def test_a_sampled_runs_probe_and_samples_are_its_parts_not_runs(tmp_path):
+    import dataclasses
+
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    with Store(tmp_path) as store:
+        probe, sample = (store.add(sim_record(tmp_path, "global")) for _ in range(2))
+        whole = sim_record(tmp_path, "global")
+        store.add(dataclasses.replace(whole, estimate={"spec": "waves=1,2,3", "batches": [4], "fraction": 0.5,
+                                                       "scale": 1, "probe": probe, "runs": [sample]}))
+    listed = [r["id"] for r in json.loads(simflow("runs", "--json", env=env).stdout)]
+    assert listed == [whole.run_id]
+    assert len(json.loads(simflow("runs", "--parts", "--json", env=env).stdout)) == 3
+    assert [r["id"] for r in json.loads(simflow("runs", f"id={probe}", "--json", env=env).stdout)] == [probe]
+    compare = simflow("compare", "--json", env=env)
+    assert compare.returncode == 0 and "did not pass" not in compare.stderr and '"tables"' not in compare.stdout
