@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from browser import measure, screenshot
-from conftest import simflow
+from conftest import ROOT, simflow
 from runs import gpu_record, sim_record
 
 from simflow.analysis.report import short_labels, write_report
@@ -187,3 +187,15 @@ def test_the_summary_comes_first_and_fits_1280_px_with_contents_that_lead_somewh
         if width >= 1280:
             assert max(seen["summaries"]) <= width  # the whole summary in view, no scrolling
         screenshot(page, tmp_path / f"report-{width}.png", width)
+
+
+def test_each_comparison_shows_where_the_issue_slots_went(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    logs = [ROOT / "examples" / f"accelsim-fork_qv100_batch3x3_{v}.log.gz" for v in ("global", "shared")]
+    assert simflow("import-log", *map(str, logs), "-l", "problem=batch3x3", env=env).returncode == 0
+    assert simflow("report", "--by", "app", "-d", str(tmp_path / "r"), env=env).returncode == 0
+    figure = (tmp_path / "r" / "gpgpusim-0-issue-slots.svg").read_text()
+    for part in ("issued", "W0_Scoreboard", "W0_Idle", "Stall"):
+        assert f">{part}</text>" in figure  # a legend entry per term explain uses
+    shares = [float(s) for s in re.findall(r"\(([\d.]+) %\)</title>", figure)]
+    assert len(shares) == 8 and sum(shares) == pytest.approx(200, abs=0.5)  # two groups, each 100 %

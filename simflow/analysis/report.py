@@ -235,6 +235,9 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
             labels, [float(v) for v in frame[name]], title=f"{name}" + (f" ({direction} is better)" if direction
                                                                         else "") + "; the baseline in orange",
             unit=units.get(name, ""), highlight=label_of[base], axis=units.get(name, "") or name)))
+    slots = _slot_shares(frame, by_id, label_of)
+    if slots:
+        section.figures.insert(1, Figure(f"{slug}-issue-slots", "issue slots", slots))
     section.explained += _explained(table, by_id, label_of)
     kernels = _per_kernel(table_runs, label_of, {r: g for g, r in zip(frame["group"], frame["run"], strict=True)})
     if kernels:
@@ -243,6 +246,26 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
     if over:
         section.subsections.append(over)
     return section
+
+
+def _slot_shares(frame, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> str:
+    """Where each group's issue slots went (explain's terms: issued, and lost to each cause), as shares; '' when
+    the runs have no issue-slot account (a plain GPU run)."""
+    from .explain import _issue_slots, totals
+
+    accounts = {}
+    for group, run_id in zip(frame["group"], frame["run"], strict=True):
+        run = by_id.get(run_id)
+        found = _issue_slots(run.backend, totals(run)) if run is not None else None
+        if found:
+            accounts[label_of[group]] = {"issued": found[0], **found[1]}
+    if not accounts:
+        return ""
+    names = [n for n in dict.fromkeys(k for a in accounts.values() for k in a)
+             if any(a.get(n, 0) > 0 for a in accounts.values())]
+    return svg.shares(list(accounts), {n: [a.get(n, math.nan) for a in accounts.values()] for n in names},
+                      title="Where the issue slots went: issued, or lost to each cause (simflow explain's terms)",
+                      axis="share of each group's scheduler issue slots")
 
 
 def _explained(table, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> list[dict]:

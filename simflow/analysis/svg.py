@@ -132,6 +132,37 @@ def paired_bars(labels: list[str], series: dict[str, list[float]], *, title: str
     return _svg(width, bottom + 28, body, title)
 
 
+def shares(labels: list[str], parts: dict[str, list[float]], *, title: str, axis: str) -> str:
+    """One 100 % bar per label, split into its parts (each part's share, its value in the hover title), one
+    colour per part, the legend above: where each label's whole went."""
+    names = list(parts)
+    left = 14 + CHAR * max(len(label) for label in labels)
+    width = max(600.0, left + 420)
+    plot = width - left - 20
+    body, top = _head(title, width)
+    legend, top = _legend(names, width, top + 8, toggles=True)
+    body += legend
+    row = 22
+    for i, label in enumerate(labels):
+        y, x = top + i * row, float(left)
+        total = sum(v for v in (parts[n][i] for n in names) if not math.isnan(v) and v > 0) or 1.0
+        body.append(f'<text x="{left - 6:.0f}" y="{y + 14}" text-anchor="end">{_esc(label)}</text>')
+        for k, name in enumerate(names):
+            value = parts[name][i]
+            size = 0.0 if math.isnan(value) or value <= 0 else value / total * plot
+            body.append(f'<g class="s{k}"><title>{_esc(label)}, {_esc(name)}: {_esc(number(value))} '
+                        f'({100 * size / plot:.1f} %)</title><rect x="{x:.1f}" y="{y + 3}" width="{size:.1f}" '
+                        f'height="15" fill="{COLORS[k % len(COLORS)]}"/></g>')
+            x += size
+    bottom = top + row * len(labels) + 4
+    for fraction in (0, 0.5, 1):
+        body.append(f'<text x="{left + fraction * plot:.0f}" y="{bottom + 15}" text-anchor="middle" font-size="10">'
+                    f'{fraction * 100:.0f} %</text>')
+    body.append(f'<text x="{left + plot / 2:.0f}" y="{bottom + 32}" text-anchor="middle" font-size="11">'
+                f'{_esc(axis)}</text>')
+    return _svg(width, bottom + 42, body, title)
+
+
 MAX_POINTS = 400  # per series and panel: longer runs are thinned evenly (hover values stay exact)
 
 
