@@ -199,3 +199,16 @@ def test_each_comparison_shows_where_the_issue_slots_went(tmp_path):
         assert f">{part}</text>" in figure  # a legend entry per term explain uses
     shares = [float(s) for s in re.findall(r"\(([\d.]+) %\)</title>", figure)]
     assert len(shares) == 8 and sum(shares) == pytest.approx(200, abs=0.5)  # two groups, each 100 %
+
+
+def test_each_group_has_its_launch_and_config_with_the_options_that_differ(tmp_path):
+    env = {"SIMFLOW_RESULTS": str(tmp_path)}
+    fork = DATA / "accelsim-fork_qv100_global-then-shared.log.gz"
+    upstream = DATA / "gpgpusim-dev_qv100_global-only.log.gz"
+    assert simflow("import-log", str(fork), str(upstream), "-l", "problem=N4K4", env=env).returncode == 0
+    assert simflow("report", "--by", "app,config", "-d", str(tmp_path / "r"), env=env).returncode == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    table = md[md.index("*launch and config"):].split("\n\n")[1]
+    assert "| grid | block | regs/thread |" in table and "(the baseline)" in table
+    assert "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0 -> 1447.0" in table  # the other build's options
+    assert "sim.log.gz" in table  # where its log is

@@ -235,6 +235,7 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
             labels, [float(v) for v in frame[name]], title=f"{name}" + (f" ({direction} is better)" if direction
                                                                         else "") + "; the baseline in orange",
             unit=units.get(name, ""), highlight=label_of[base], axis=units.get(name, "") or name)))
+    section.grids.append(_launches(frame, by_id, label_of, base))
     slots = _slot_shares(frame, by_id, label_of)
     if slots:
         section.figures.insert(1, Figure(f"{slug}-issue-slots", "issue slots", slots))
@@ -246,6 +247,37 @@ def _table_section(table, runs: list[StoredRun], slug: str, speedups: dict) -> S
     if over:
         section.subsections.append(over)
     return section
+
+
+def _launches(frame, by_id: dict[str, StoredRun], label_of: dict[str, str], base: str) -> Grid:
+    """Each group's launch and config: grid, block, registers, shared memory, the simulator config and the
+    options its log printed other than the baseline's, and where its rendered source and log are."""
+    from ..sim.log_import import config_changes
+
+    groups = dict(zip(frame["group"], frame["run"], strict=True))
+    base_run = by_id.get(groups.get(base, ""))
+    rows = []
+    for group, run_id in groups.items():
+        run = by_id.get(run_id)
+        if run is None:
+            continue
+        logs = [r.artifacts.get("log", "") for r in (base_run, run)] if base_run else []
+        changes = ("(the baseline)" if run is base_run else config_changes(*logs) or "same options"
+                   if len(logs) == 2 and all(logs) and all(Path(f).is_file() for f in logs) else "")
+        smem = "+".join(x for x in (_figure(run, "smem"), _figure(run, "dynamic_smem")) if x and x != "0") or "0"
+        rows.append([(label_of[group], "label"), (run.environment.get("grid", ""), ""),
+                     (run.environment.get("block", ""), ""), (_figure(run, "regs"), "num"), (smem, "num"),
+                     (run.config or run.backend, ""), (changes, ""),
+                     (run.artifacts.get("kernel_source", ""), ""), (run.artifacts.get("log", ""), "")])
+    return Grid("launch and config of each group (simulator options: those its log printed other than the "
+                "baseline's)", ["group", "grid", "block", "regs/thread", "shared memory (B)", "config",
+                                "options vs the baseline", "rendered source", "log"], rows)
+
+
+def _figure(run: StoredRun, name: str) -> str:
+    """A per-kernel figure of a run (regs, smem): one kernel's, or its kernels' joined by '/'."""
+    values = [v for k, v in run.metrics.items() if k.rsplit(".", 1)[-1] == name]
+    return "/".join(dict.fromkeys(svg.number(float(v)) for v in values)) if values else ""
 
 
 def _slot_shares(frame, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> str:
