@@ -212,3 +212,4 @@ def test_each_group_has_its_launch_and_config_with_the_options_that_differ(tmp_p
     assert "| grid | block | regs/thread |" in table and "(the baseline)" in table
     assert "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0 -> 1447.0" in table  # the other build's options
     assert "sim.log.gz" in table  # where its log is
+    assert "*kernel conv2d_global across the groups that launch it*" in md  # a two-kernel run and a one-kernel one

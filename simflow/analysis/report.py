@@ -332,7 +332,8 @@ def _explained(table, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> 
 def _per_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[str, str]) -> Section | None:
     """Each run with several kernels, kernel by kernel: the backend's main metrics, a column per kernel."""
     several = [r for r in runs if len(r.kernels) > 1]
-    if not several:
+    same = _same_kernel(runs, label_of, group_of)
+    if not several and not same:
         return None
     section = Section("Kernel by kernel")
     for run in several:
@@ -343,7 +344,29 @@ def _per_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[
                 for row in run.by_kernel(getattr(known_backend(run.backend), "shown", ()), totals=False)]
         section.grids.append(Grid(f"{label_of.get(group_of.get(run.id, ''), run.id)} (run {run.id})",
                                   ["metric", *map(demangle, kernels)], rows))
+    section.grids += same
     return section
+
+
+def _same_kernel(runs: list[StoredRun], label_of: dict[str, str], group_of: dict[str, str]) -> list[Grid]:
+    """A kernel that several runs launch, in one table across them: its main metrics, a column per group."""
+    holders: dict[str, list[tuple[StoredRun, dict]]] = {}
+    for run in runs:
+        for kernel, values in run.split_metrics().items():
+            kernel = kernel or (run.kernels[0] if len(run.kernels) == 1 else "")  # a one-kernel run's, unprefixed
+            if kernel:
+                holders.setdefault(kernel, []).append((run, values))
+    grids = []
+    for kernel, having in holders.items():
+        if len(having) < 2:
+            continue
+        shown = getattr(known_backend(having[0][0].backend), "shown", ())
+        names = [n for n in (shown or having[0][1]) if n in having[0][1]]
+        rows = [[(n, "label"), *((svg.number(float(v[n])) if isinstance(v.get(n), float | int) else "", "num")
+                                 for _, v in having)] for n in names]
+        grids.append(Grid(f"kernel {demangle(kernel)} across the groups that launch it", ["metric", *(
+            label_of.get(group_of.get(r.id, ""), r.id) for r, _ in having)], rows))
+    return grids
 
 
 def _interval_section(table, runs: list[StoredRun], label_of: dict[str, str], name: str) -> Section | None:
