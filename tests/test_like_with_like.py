@@ -119,3 +119,13 @@ def test_report_all_statuses_lists_the_runs_that_did_not_pass(tmp_path):
     assert every.returncode == 0, every.stderr
     md = (tmp_path / "every" / "report.md").read_text()
     assert "Runs that did not pass (1)" in md and "aborted" in md and "assert" in md.lower()
+
+
+def test_every_hint_the_split_gives_works(two_problems):
+    """The line that says why there are several tables names the option that joins them: it must."""
+    split = json.loads(simflow("compare", "--by", "variant", "--json", env=two_problems).stdout)["split"]
+    hint = split.split("(")[-1].split(" puts them")[0]  # '--by problem'
+    assert hint == "--by problem"
+    joined = simflow("compare", *hint.split(), "--json", env=two_problems)
+    assert joined.returncode == 0 and "tables" not in json.loads(joined.stdout)
+    assert "NOT LIKE WITH LIKE: different problems" in json.loads(joined.stdout)["title"]
