@@ -244,7 +244,7 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
              f"instructions over execution cycles: {insn[0]:.0f}/{execution[0]:.0f} vs "
              f"{insn[1]:.0f}/{execution[1]:.0f}"),
     ]
-    accounts = [_issue_slots(out.a.backend, t) for t in (ta, tb)]
+    accounts = [slot_account(out.a.backend, t) for t in (ta, tb)]
     if None in accounts:
         out.notes.append(f"{out.b.backend} runs carry no issue-slot breakdown: the account stops at IPC"
                          + ("; profile them again (simflow profile) to collect the warp-state counters"
@@ -275,7 +275,7 @@ def _cycles(out: Explanation, ta: dict, tb: dict) -> None:
                           f"more SMs busy at once give more slots a cycle{sms}"))
 
 
-def _issue_slots(backend: str, t: dict):
+def slot_account(backend: str, t: dict):
     """(warp instructions issued, {cause: slots lost}, {cause: meaning}) of a run's totals, or None: the
     simulator's issue-slot stats, or the backend's own account (gpu-ncu: from the warp-state counters)."""
     cls = known_backend(backend)

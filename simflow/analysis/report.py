@@ -283,12 +283,12 @@ def _figure(run: StoredRun, name: str) -> str:
 def _slot_shares(frame, by_id: dict[str, StoredRun], label_of: dict[str, str]) -> str:
     """Where each group's issue slots went (explain's terms: issued, and lost to each cause), as shares; '' when
     the runs have no issue-slot account (a plain GPU run)."""
-    from .explain import _issue_slots, totals
+    from .explain import slot_account, totals
 
     accounts = {}
     for group, run_id in zip(frame["group"], frame["run"], strict=True):
         run = by_id.get(run_id)
-        found = _issue_slots(run.backend, totals(run)) if run is not None else None
+        found = slot_account(run.backend, totals(run)) if run is not None else None
         if found:
             accounts[label_of[group]] = {"issued": found[0], **found[1]}
     if not accounts:
