@@ -158,13 +158,13 @@ def _both_ways(tmp_path, swapped: bool):
 
 
 def test_simulator_and_gpu_agreeing_say_nothing(tmp_path):
-    from simflow.analysis.compare import disagreements
+    from simflow.analysis.fidelity import disagreements
 
     assert disagreements(_both_ways(tmp_path, swapped=False)) == []  # both have global faster on batch3x3
 
 
 def test_where_simulator_and_gpu_order_two_variants_differently_compare_and_explain_say_so(tmp_path):
-    from simflow.analysis.compare import disagreements
+    from simflow.analysis.fidelity import disagreements
 
     (said,) = disagreements(_both_ways(tmp_path, swapped=True))
     assert "order variant=global" in said and "the simulator has variant=global" in said

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from runs import sim_record
 
-from simflow.analysis.compare import comparable, correlate, diff
+from simflow.analysis.compare import comparable, diff
+from simflow.analysis.fidelity import correlate
 from simflow.backends import ncu
 from simflow.errors import UserError
 from simflow.kernels.problems import get_problem
@@ -141,6 +142,7 @@ def test_report_shows_the_correlation(tmp_path):
         runs = store.runs()
     paths = write_report(runs, tmp_path / "report", by=["variant"])
     page = (tmp_path / "report" / "index.html").read_text()
-    assert "Simulator vs hardware counters (2 variants run both ways)" in page
-    scatter = tmp_path / "report" / "sim-vs-hardware-gpu_sim_cycle.svg"
-    assert scatter in paths and scatter.read_text().startswith("<svg") and "Pearson" in scatter.read_text()
+    assert "Simulator vs hardware (2 jobs run both ways)" in page and "ordered_differently" in page
+    scatter = tmp_path / "report" / "sim-vs-hardware-SM7_QV100-gpu_sim_cycle.svg"
+    assert scatter in paths and scatter.read_text().startswith("<svg") and "Spearman" in scatter.read_text()
+    assert (tmp_path / "report" / "sim-vs-hardware-SM7_QV100-L2_total_cache_accesses.svg") in paths

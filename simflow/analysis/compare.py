@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names, known_backend
+from ..backends import known_backend
 from ..errors import UserError
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
@@ -193,106 +193,6 @@ def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None, pa
     return pd.DataFrame(rows, columns=[*DIFF_COLUMNS, "normalisation"])
 
 
-def both_ways(runs: list[StoredRun]):
-    """(the measuring backend class, {job: {backend: its newest passed run}}) for the jobs (variant, parameters,
-    problem) run both on the model and on what measures it."""
-    pair = next((backend_class(n) for n in backend_names() if backend_class(n).measures), None)
-    model, measured = (pair.measures, pair.name) if pair else ("", "")
-    newest: dict[tuple, dict[str, StoredRun]] = {}
-    for run in sorted(runs, key=lambda r: r.created):
-        if run.backend in (model, measured) and run.status == "passed" and problem_key(run.problem) is not None:
-            newest.setdefault((run.variant, json.dumps(run.params, sort_keys=True), problem_key(run.problem)),
-                              {})[run.backend] = run
-    return pair, {k: v for k, v in newest.items() if len(v) == 2}
-
-
-def disagreements(runs: list[StoredRun], most: int = 3) -> list[str]:
-    """Where the simulator and the hardware order two variants of one problem differently (by cycles), each with
-    the aligned counters whose ratio B/A differs most between the two (the likeliest model limits)."""
-    pair, pairs = both_ways(runs)
-    if pair is None:
-        return []
-    model, measured = pair.measures, pair.name
-    jobs = sorted(pairs.items())
-    said = []
-    for i, (key_a, a) in enumerate(jobs):
-        for key_b, b in jobs[i + 1:]:
-            if key_a[2] != key_b[2]:
-                continue
-            sim = [normalised(x[model], "gpu_sim_cycle", pair) for x in (a, b)]
-            hw = [normalised(x[measured], "gpu_sim_cycle", pair) for x in (a, b)]
-            if any(math.isnan(v) for v in sim + hw) or (sim[1] - sim[0]) * (hw[1] - hw[0]) >= 0:
-                continue
-            gaps = []
-            for name in pair.aligned:
-                rs = _ratio(normalised(a[model], name, pair), normalised(b[model], name, pair))
-                rh = _ratio(normalised(a[measured], name, pair), normalised(b[measured], name, pair))
-                if rs > 0 and rh > 0 and name != "gpu_sim_cycle":
-                    gaps.append((abs(math.log(rs / rh)), name, rs, rh))
-            names = [x[model].label(["variant", *x[model].params]) for x in (a, b)]
-            faster = [names[0] if sim[0] < sim[1] else names[1], names[0] if hw[0] < hw[1] else names[1]]
-            said.append(f"the simulator and the GPU order {names[0]} and {names[1]} differently on "
-                        f"{a[model].problem.name}: the simulator has {faster[0]} faster ({sim[0]:.0f} vs "
-                        f"{sim[1]:.0f} cycles), the GPU {faster[1]} ({hw[0]:.0f} vs {hw[1]:.0f}); B/A differs most in "
-                        + ", ".join(f"{name} (x{rs:.3g} simulated, x{rh:.3g} measured)"
-                                    for _, name, rs, rh in sorted(gaps, reverse=True)[:most]))
-    return said
-
-
-def _ratio(a: float, b: float) -> float:
-    return b / a if a and not (math.isnan(a) or math.isnan(b)) else math.nan
-
-
-def correlate(runs: list[StoredRun], metrics: list[str] | None = None):
-    """Simulator vs hardware over variants run both ways (same variant, parameters and problem):
-    per aligned metric, Pearson r, Spearman rank correlation, the share of variant pairs ordered the
-    same way, and the mean relative error of the normalised simulator values. Returns (table, pairs)."""
-    import numpy as np
-    import pandas as pd
-
-
-    pair, pairs = both_ways(runs)
-    model, measured = (pair.measures, pair.name) if pair else ("", "")
-    if len(pairs) < 2:
-        raise UserError(f"correlate needs at least 2 variants run both under the simulator (simflow sim) and with "
-                        f"counters (simflow profile) on the same problem; found {len(pairs)}")
-    names = metrics or list(pair.aligned)
-    rows, points = [], []
-    for name in names:
-        info = pair.aligned.get(name)
-        sim, hw, labels = [], [], []
-        for both in pairs.values():
-            s, h = normalised(both[model], name, pair), normalised(both[measured], name, pair)
-            if not (math.isnan(s) or math.isnan(h)):
-                sim.append(s)
-                hw.append(h)
-                labels.append(both[model].label(["variant", *both[model].params]) + " " + both[model].problem.name)
-        n = len(sim)
-        row = {"metric": name, "n": n, "pearson": math.nan, "spearman": math.nan, "same_order_%": math.nan,
-               "mean_rel_error_%": math.nan, "normalisation": info.normalisation if info else ""}
-        if n >= 2:
-            s, h = np.array(sim), np.array(hw)
-            if s.std() > 0 and h.std() > 0:
-                row["pearson"] = float(np.corrcoef(s, h)[0, 1])
-                rs, rh = pd.Series(s).rank().to_numpy(), pd.Series(h).rank().to_numpy()
-                if rs.std() > 0 and rh.std() > 0:
-                    row["spearman"] = float(np.corrcoef(rs, rh)[0, 1])
-            concordant = total = 0
-            for i in range(n):
-                for j in range(i + 1, n):
-                    if s[i] != s[j] and h[i] != h[j]:
-                        total += 1
-                        concordant += (s[i] < s[j]) == (h[i] < h[j])
-            row["same_order_%"] = 100 * concordant / total if total else math.nan
-            nonzero = h != 0
-            if nonzero.any():
-                row["mean_rel_error_%"] = float(100 * np.mean(np.abs(s[nonzero] - h[nonzero]) / np.abs(h[nonzero])))
-        rows.append(row)
-        points += [{"metric": name, "group": g, "simulator": a, "hardware": b} for g, a, b in zip(labels, sim, hw,
-                                                                                                     strict=True)]
-    return pd.DataFrame(rows), pd.DataFrame(points)
-
-
 # Keys a group label can use besides a variant's parameters.
 GROUP_KEYS = ("variant", "backend", "config", "problem", "batch", "runner", "status", "seed")
 
@@ -387,7 +287,7 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
     if failing:
         left.append(_failing_note(failing))
     return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing],
-                      _split_reason(list(splits.values())), disagreements(shown))
+                      _split_reason(list(splits.values())), _disagreements(shown))
 
 
 def _split_reason(parts: list[list[StoredRun]]) -> str:
@@ -566,3 +466,9 @@ def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
         return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
                 if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]
     return []
+
+
+def _disagreements(runs: list[StoredRun]) -> list[str]:
+    from .fidelity import disagreements
+
+    return disagreements(runs)

@@ -449,33 +449,42 @@ def _side_by_side(speedups: dict) -> list[Section]:
     return out
 
 
-SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "gpgpu_n_tot_w_icount",
-                   "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]", "gpgpu_n_shmem_insn",
-                   "gpgpu_n_shmem_bkconflict")
+SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "Total_core_cache_stats_breakdown[GLOBAL_ACC_R][TOTAL_ACCESS]",
+                   "L2_total_cache_accesses", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict", "total dram reads")
 
 
 def _correlation_section(runs: list[StoredRun]) -> Section | None:
-    """Simulator vs hardware counters, when variants were run both ways: table and a scatter per metric."""
-    from .compare import correlate
+    """Simulator vs hardware, where jobs were run both ways: per config, how well each layer's variants rank alike
+    (the pairs ordered differently, named) and the time error, the counters' agreement, and a scatter per counter
+    with the y = x line."""
+    from .fidelity import correlate, fidelity
 
     try:
         table, points = correlate(runs)
     except UserError:
         return None
-    n = points["group"].nunique()
-    section = Section(f"Simulator vs hardware counters ({n} variants run both ways)")
-    section.grids.append(Grid("per metric", list(table.columns),
-                              [[(svg.number(v) if isinstance(v, float) else str(v), "num" if isinstance(v, float)
-                                 else "label") for v in row] for row in table.itertuples(index=False)]))
-    stats = table.set_index("metric")
-    for metric in [m for m in SCATTER_METRICS if m in set(points["metric"])]:
-        sub = points[points["metric"] == metric]
-        row = stats.loc[metric]
+    found = fidelity(runs)
+    section = Section(f"Simulator vs hardware ({points['group'].nunique()} jobs run both ways)")
+    section.notes.append("Per layer: the Spearman correlation of the variants' time ranks (simulated cycles "
+                         "against the GPU's time) and the pairs the two order differently; the time error is "
+                         "simulated cycles over the simulated clock against the GPU's time_ms.")
+    for name, frame in (("per layer", found.layers), ("per metric", table)):
+        section.grids.append(Grid(name, list(frame.columns),
+                                  [[(svg.number(v) if isinstance(v, float) else str(v),
+                                     "num" if isinstance(v, float) else "label") for v in row]
+                                   for row in frame.itertuples(index=False)]))
+    stats = table.set_index(["config", "metric"])
+    for (config, metric), sub in points.groupby(["config", "metric"], sort=True):
+        if metric not in SCATTER_METRICS:
+            continue
+        row = stats.loc[(config, metric)]
         short = metric.replace("Total_core_cache_stats_breakdown", "L1").replace("[TOTAL_ACCESS]", "")
-        section.figures.append(Figure(f"sim-vs-hardware-{_safe(short)}", short, svg.scatter(
-            [(g, float(h), float(s)) for g, h, s in zip(sub["group"], sub["hardware"], sub["simulator"], strict=True)],
-            title=f"{short}: Pearson {row['pearson']:.2f}, same order {row['same_order_%']:.0f} %",
-            x_axis="hardware (ncu)", y_axis="simulator (normalised)")))
+        section.figures.append(Figure(f"sim-vs-hardware-{_safe(config)}-{_safe(short)}", f"{config}: {short}",
+                                      svg.scatter([(g, float(h), float(s)) for g, h, s in
+                                                   zip(sub["group"], sub["hardware"], sub["simulator"], strict=True)],
+                                                  title=f"{config}, {short}: Spearman {row['spearman']:.2f}, "
+                                                        f"same order {row['same_order_%']:.0f} %",
+                                                  x_axis="hardware (ncu)", y_axis="simulator (normalised)")))
     return section
 
 

@@ -1,0 +1,88 @@
+"""The simulator against the GPU (simflow.analysis.fidelity): real simulator logs (global and shared on batch3x3,
+SM7_QV100) and real Nsight Compute logs of the same jobs on an H200; GPU times are test data, chosen."""
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+from runs import gpu_record, sim_record
+from test_ncu import hw_record
+
+from simflow.analysis.fidelity import both_ways, correlate, disagreements, fidelity, simulated_mhz
+from simflow.errors import UserError
+from simflow.results.store import Store, StoredRun
+
+
+def _store(tmp_path: Path, times: dict[str, float], second_config: bool = False) -> list[StoredRun]:
+    with Store(tmp_path) as store:
+        for variant in ("global", "shared"):
+            sim = sim_record(tmp_path, variant)
+            store.add(sim)
+            if second_config:  # the same log, filed as a run of another config (test data)
+                store.add(dataclasses.replace(sim, run_id=f"{sim.run_id}-h200",
+                                              job=dataclasses.replace(sim.job, config_name="H200")))
+            store.add(hw_record(variant))
+            store.add(gpu_record(f"gpu-{variant}", variant, times[variant]))
+        return store.runs()
+
+
+def test_a_job_simulated_under_two_configs_is_joined_once_per_config(tmp_path):
+    runs = _store(tmp_path, {"global": 0.005, "shared": 0.006}, second_config=True)
+    _, pairs = both_ways(runs)
+    assert sorted(key[0] for key in pairs) == ["H200", "H200", "SM7_QV100", "SM7_QV100"]
+    table, points = correlate(runs, ["gpu_sim_cycle"])
+    assert list(table["config"]) == ["H200", "SM7_QV100"] and list(table["n"]) == [2, 2]
+    assert set(points["config"]) == {"H200", "SM7_QV100"} and len(points) == 4
+
+
+def test_per_layer_ranks_time_error_and_counters(tmp_path):
+    runs = _store(tmp_path, {"global": 0.005, "shared": 0.006})
+    found = fidelity(runs, tmp_path)
+    (layer,) = found.layers.to_dict("records")
+    # global is faster both ways: 6693 vs 7277 cycles simulated, 0.005 vs 0.006 ms measured
+    assert layer["same_order_%"] == 100 and layer["ordered_differently"] == "" and layer["variants"] == 2
+    points = found.points.set_index("job")
+    mhz = points["sim_mhz"].iloc[0]
+    assert mhz == 1132.0  # SM7_QV100's core clock, as the log echoes its options
+    glob = points.loc[[j for j in points.index if "variant=global" in j][0]]
+    assert glob["time_error_%"] == pytest.approx(100 * (6693 / (1132 * 1e3) / 0.005 - 1))
+    assert layer["median_abs_time_error_%"] == pytest.approx(
+        sorted(abs(e) for e in found.points["time_error_%"])[0] / 2 + sorted(
+            abs(e) for e in found.points["time_error_%"])[1] / 2)
+    counters = found.counters.set_index("counter")
+    insn = counters.loc["thread instructions"]
+    assert insn["n"] == 2 and 0.5 < insn["median_ratio"] < 1.5
+    (summary,) = found.summary.to_dict("records")
+    assert summary["thread_insn_ratio"] == insn["median_ratio"] and summary["jobs"] == 2
+
+
+def test_pairs_ordered_differently_are_named(tmp_path):
+    runs = _store(tmp_path, {"global": 0.007, "shared": 0.006})  # the GPU's time has shared faster
+    (layer,) = fidelity(runs, tmp_path).layers.to_dict("records")
+    assert layer["same_order_%"] == 0 and "variant=global" in layer["ordered_differently"]
+    assert "variant=shared" in layer["ordered_differently"]
+
+
+def test_without_a_gpu_time_ranks_fall_back_to_the_counters_cycles(tmp_path):
+    runs = [r for r in _store(tmp_path, {"global": 0.007, "shared": 0.006}) if r.backend != "gpu"]
+    found = fidelity(runs, tmp_path)
+    assert found.points["time_error_%"].isna().all()
+    assert found.layers["same_order_%"].iloc[0] == 100  # ncu's cycles have global faster too
+
+
+def test_the_clock_of_a_sampled_estimate_is_its_probes(tmp_path):
+    sim = sim_record(tmp_path, "global")
+    estimate_dir = tmp_path / "runs" / "estimate"
+    estimate_dir.mkdir(parents=True)
+    run = dataclasses.replace(sim, artifacts={"run_dir": str(estimate_dir)},
+                              estimate={"probe": Path(sim.artifacts["run_dir"]).name})
+    assert simulated_mhz(run, tmp_path) == 1132.0 and simulated_mhz(run) == 1132.0
+    assert math.isnan(simulated_mhz(dataclasses.replace(run, estimate={})))
+
+
+def test_nothing_run_both_ways_is_an_error_and_disagreements_are_per_config(tmp_path):
+    with pytest.raises(UserError, match="simflow profile"):
+        fidelity([], tmp_path)
+    runs = _store(tmp_path, {"global": 0.005, "shared": 0.006}, second_config=True)
+    assert disagreements(runs) == []
