@@ -89,10 +89,12 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
         from .sim.sampling import SampleSpec
 
         spec = SampleSpec.parse(sample)
-    cls.check(job)
+    refused = spec is None and cls.refusal_of(job, job.kernel())  # known now: stored as refused, said as such
+    if not refused:
+        cls.check(job)
     if spec is not None:
         return _sampled(job, spec, workers, results, progress)
-    if progress:
+    if progress and not refused:
         progress(f"running {job.describe()}{' in image ' + job.docker_image if job.docker_image else ''} ...")
     result = run_job(job, _results(results), watch=watch)
     if store:
@@ -420,7 +422,7 @@ def explanation(a: str, b: str, *, force: bool = False, kernel: str | None = Non
         if len(names) > 2 or not all(names):
             raise UserError(f"--kernel takes NAME or NAME_A,NAME_B, not {kernel!r}")
         kernels = (names[0], names[-1])
-    from .analysis.compare import disagreements
+    from .analysis.fidelity import disagreements
 
     run_a, run_b = find_run(a, results), find_run(b, results)
     out = explain_runs(run_a, run_b, force, kernels)
@@ -453,7 +455,7 @@ def report(*filters: str, output: str | Path, by: list[str] | tuple[str, ...] = 
 def correlate(*filters: str, metrics: list[str] | None = None, results: str | Path | None = None):
     """Simulator vs hardware counters over the matching variants run both ways, as `simflow correlate`: a table
     (per aligned metric: Pearson, Spearman, same order, mean error) and the points behind it."""
-    from .analysis.compare import correlate as correlate_runs
+    from .analysis.fidelity import correlate as correlate_runs
 
     return correlate_runs(find_runs(*filters, results=results), metrics)
 

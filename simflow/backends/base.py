@@ -91,6 +91,12 @@ class Backend(ABC):
         return config, ""
 
     @classmethod
+    def refusal_of(cls, job: Job, kernel: Kernel) -> str:
+        """Why the job cannot run, where that is known before anything is written or said to start (launch
+        limits, memory: simflow.kernels.footprint); '' when nothing is known against it."""
+        return ""
+
+    @classmethod
     def check(cls, job: Job) -> None:
         """What the job needs here (a toolkit, an image), or a UserError that says what is missing and how to get
         it; cheap, before anything is written or said to start. By default nothing beyond Job.make's checks."""

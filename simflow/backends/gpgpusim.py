@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import LimitError, ToolError, UserError
+from ..kernels import footprint
 from ..kernels.limits import KNOWN_DEVICES, check_launches
 from ..kernels.problems import Problem
 from ..kernels.reference import Tolerance, check_output, make_inputs, output_shape
@@ -444,9 +445,19 @@ class GpgpusimBackend(Backend):
             return f"on the simulated {SIMULATED_DEVICE.name}: {exc}"
         return ""
 
+    @classmethod
+    def refusal_of(cls, job: Job, kernel: Kernel) -> str:
+        if refusal := cls.refusal(kernel, job.problem.B):
+            return refusal
+        try:
+            footprint.check(kernel, job.problem, simulated=True)
+        except LimitError as exc:
+            return str(exc)
+        return ""
+
     def run(self, job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
         kernel = kernel or job.kernel()
-        refusal = self.refusal(kernel, job.problem.B)  # a refusal needs no simulator: it comes first
+        refusal = self.refusal_of(job, kernel)  # a refusal needs no simulator: it comes first
         if refusal:
             return RunResult.refusal(job, kernel, refusal)
         engine = self.require(job)  # before anything is written

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LimitError, MissingTool
+from ..kernels import footprint
 from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
 from ..kernels.reference import Check, check_output, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
@@ -147,6 +148,14 @@ class GpuBackend(Backend):
             "pycuda": pycuda.VERSION_TEXT,
         }
 
+    @classmethod
+    def refusal_of(cls, job: Job, kernel: Kernel) -> str:
+        try:
+            footprint.check(kernel, job.problem, simulated=False)
+        except LimitError as exc:
+            return str(exc)
+        return ""
+
     def check_memory(self, kernel: Kernel, problem) -> None:
         """Inputs, output and workspace must fit in the device memory free now."""
         floats = sum(int(np.prod(shape)) for shape in (problem.input_shape, problem.weight_shape,
@@ -215,6 +224,7 @@ class GpuBackend(Backend):
             launches = kernel.launches(batch)
             kernel.build_arch(self.limits.arch)
             check_launches(launches, self.limits)
+            footprint.check(kernel, problem, simulated=False)
             self.check_memory(kernel, problem)
             streams = kernel.params.get("streams", 0)
             if streams > batch:

@@ -52,9 +52,20 @@ JUDGE_CHUNK = 1 << 24  # elements judged at once (bounds the host memory of a la
 def make_inputs(problem: Problem, seed: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
     """Input and weights uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show."""
     rng = np.random.default_rng(seed)
-    x = rng.uniform(-1.0, 1.0, size=problem.input_shape).astype(dtype)
-    w = rng.uniform(-1.0, 1.0, size=problem.weight_shape).astype(dtype)
-    return x, w
+    return _uniform(rng, problem.input_shape, dtype), _uniform(rng, problem.weight_shape, dtype)
+
+
+def _uniform(rng, shape, dtype, chunk: int = 1 << 22) -> np.ndarray:
+    """rng.uniform(-1, 1, shape).astype(dtype), drawn in chunks: the same values (the generator's stream is drawn
+    in order), without the float64 copy of the whole array, and Ctrl-C or SIGTERM is heard between chunks."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, chunk):
+        flat[start:start + chunk] = rng.uniform(-1.0, 1.0, size=min(chunk, flat.size - start))
+    return out
+
+
+REFERENCE_CHUNK = 1 << 24  # multiply-adds of one block of the reference's output rows
 
 
 def conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int, stride: int = 1) -> np.ndarray:
@@ -67,11 +78,16 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int, stride: int = 1) ->
     M, _, K, _ = w.shape
     hout, wout = (Hp - K) // stride + 1, (Wp - K) // stride + 1
     y = np.zeros((B, M, hout, wout))
-    for ky in range(K):
-        for kx in range(K):
-            window = x[:, :, ky:ky + stride * (hout - 1) + 1:stride, kx:kx + stride * (wout - 1) + 1:stride]
-            # contract C: (M, C) . (B, C, Hout, Wout) -> (M, B, Hout, Wout)
-            y += np.tensordot(w[:, :, ky, kx], window, axes=([1], [1])).transpose(1, 0, 2, 3)
+    # Output rows in blocks of about CHUNK products each, so that Ctrl-C or SIGTERM is heard between blocks.
+    step = max(1, REFERENCE_CHUNK // max(1, B * M * C * wout))
+    for r0 in range(0, hout, step):
+        r1 = min(hout, r0 + step)
+        for ky in range(K):
+            for kx in range(K):
+                window = x[:, :, stride * r0 + ky:stride * (r1 - 1) + ky + 1:stride,
+                           kx:kx + stride * (wout - 1) + 1:stride]
+                # contract C: (M, C) . (B, C, rows, Wout) -> (M, B, rows, Wout)
+                y[:, :, r0:r1] += np.tensordot(w[:, :, ky, kx], window, axes=([1], [1])).transpose(1, 0, 2, 3)
     return y
 
 

@@ -26,13 +26,19 @@ def run_job(job: Job, results: Path, watch=None) -> RunResult:
     that may read the backend's live log as it grows (a progress line)."""
     start = time.monotonic()
     kernel = job.kernel()
-    backend = backend_class(job.backend).instance()
+    cls = backend_class(job.backend)
+    refusal = cls.refusal_of(job, kernel)  # known now (limits, memory): no tool or device is needed to say it
+    backend = None if refusal else cls.instance()
     run_id, folder = new_run_folder(job.variant, results)
     try:
         (folder / "kernel.cu").write_text(kernel.source)
         (folder / "job.json").write_text(json.dumps(job.as_dict(), indent=2) + "\n")
-        with watch(folder / backend.live_log, kernel.kernel_names) if watch and backend.live_log else nullcontext():
-            result = backend.run(job, folder, kernel)
+        if backend is None:
+            result = RunResult.refusal(job, kernel, refusal)
+        else:
+            with watch(folder / backend.live_log, kernel.kernel_names) if watch and backend.live_log else \
+                    nullcontext():
+                result = backend.run(job, folder, kernel)
     except BaseException:
         if not (folder / "result.json").exists():  # nothing ran: nothing to keep
             shutil.rmtree(folder, ignore_errors=True)
