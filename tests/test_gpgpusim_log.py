@@ -450,3 +450,15 @@ def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, path, seed)
         with (gzip.open if zipped else open)(tmp_path / name, "rt", errors="replace") as text:
             every_line = parse_lines(text)
         assert repr(parse_file(tmp_path / name)) == repr(every_line)
+
+
+def test_a_negative_counter_is_marked_and_read_as_missing(tmp_path):
+    """Issue 57: a log with gpu_sim_cycle = -5 parsed as complete with no note."""
+    raw = text(GLOBAL_ONLY)
+    assert "gpu_sim_cycle = " in raw
+    broken = tmp_path / "negative.log"
+    broken.write_text(raw.replace("gpu_sim_cycle = ", "gpu_sim_cycle = -5 #", 1))
+    log = parse_file(broken)
+    (kernel,) = log.kernels
+    assert math.isnan(kernel.printed["gpu_sim_cycle"])
+    assert any("gpu_sim_cycle = -5" in note and "negative" in note for note in log.notes)

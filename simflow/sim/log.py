@@ -583,6 +583,10 @@ class _Reader:
             current.printed[name] = value = _value(rest)
             if math.isnan(value) and _out_of_range(rest):
                 log.notes.append(f"line {self.number()}: {key} = {rest.strip()[:40]} is out of range; read as missing")
+            elif value < 0:  # every stat kept is a count, a rate or a latency: below zero is a broken line
+                current.printed[name] = math.nan
+                log.notes.append(f"line {self.number()}: {key} = {rest.strip()[:40]} is negative, which a count, rate "
+                                 "or latency cannot be; read as missing")
             return True
         if key == "kernel_launch_uid":
             uid = _value(rest)  # empty in the block printed again when a limit stops the run
