@@ -152,6 +152,9 @@ class Store:
             self._open_read_only()
             return
         existed = self.path.exists()
+        if existed and self.path.is_file() and self.path.stat().st_size == 0 and self._kept_runs():
+            raise StoreError(f"results database {self.path} is empty (0 bytes), but {self.root / 'runs'} keeps "
+                             f"{self._kept_runs()} run folder(s) it would no longer list: {self._recovery()}")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -205,6 +208,9 @@ class Store:
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()) if has_meta else 0
         if version > SCHEMA_VERSION:
             raise self._newer(version)
+        if version < 1 and self.path.stat().st_size == 0 and self._kept_runs():
+            raise StoreError(f"results database {self.path} is empty (0 bytes), but {self.root / 'runs'} keeps "
+                             f"{self._kept_runs()} run folder(s): {self._recovery()}")
         if version < 1:
             raise StoreError(f"results database {self.path} has schema version {version}; open it once with a "
                              "command that writes (e.g. simflow import) to bring it up to date")
@@ -226,11 +232,8 @@ class Store:
             why = f"it is locked by another process (waited {BUSY_TIMEOUT_S} s); try again when that one is done"
         elif "full" in text or "disk I/O" in text:
             why = "the disk is full or failing; free space and try again (nothing stored before was changed)"
-        elif "malformed" in text:
-            why = (f"the file is damaged; every run's result.json is kept in {self.root / 'runs'}: move "
-                   f"{DB_NAME} aside and 'simflow import {self.root / 'runs'}/*' stores them again")
-        elif "not a database" in text:
-            why = "it is not a simflow results database; use another --results folder"
+        elif "malformed" in text or "not a database" in text:
+            why = f"the file is damaged or not a simflow results database; {self._recovery()}"
         elif "readonly" in text or "read-only" in text or (not self.read_only and self._read_only_folder()):
             why = "the folder or file is read-only; name a writable one with --results or SIMFLOW_RESULTS"
         elif "unable to open" in text:
@@ -238,6 +241,19 @@ class Store:
         else:
             why = text
         return StoreError(f"results database {self.path}: cannot {doing}: {why} ({text})")
+
+    def _kept_runs(self) -> int:
+        """Run folders kept beside the database (each with its result.json, so it can be stored again)."""
+        try:
+            return sum(1 for _ in (self.root / "runs").glob("*/result.json"))
+        except OSError:
+            return 0
+
+    def _recovery(self) -> str:
+        """What brings the runs back when the database file is lost: the run folders hold every record."""
+        return (f"move it aside (mv {self.path} {self.path}.damaged) and 'simflow import {self.root / 'runs'}/*' "
+                f"stores the {self._kept_runs()} run(s) kept in {self.root / 'runs'} again; or name another "
+                "--results folder")
 
     def _read_only_folder(self) -> bool:
         try:
@@ -252,7 +268,7 @@ class Store:
             return int(row[0])
         except (TypeError, ValueError):
             raise StoreError(f"results database {self.path} has schema version {row[0]!r}, not a number: it was "
-                             "not written by simflow, or is damaged; use another --results folder") from None
+                             f"not written by simflow, or is damaged; {self._recovery()}") from None
 
     def _newer(self, version: int) -> StoreError:
         return StoreError(f"results database {self.path} has schema version {version}, made by a newer "
