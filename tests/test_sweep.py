@@ -187,6 +187,27 @@ def test_a_sweep_killed_in_the_middle_resumes_without_losing_or_repeating(tmp_pa
         assert all(r.status == "interrupted" for r in listed if not r.stored)
 
 
+@pytest.mark.gpgpusim
+def test_a_sweep_killed_outright_leaves_runs_that_say_so_and_no_leak_warning(tmp_path):
+    """kill -9 of the sweep alone (issue 57): its workers get their death signal and keep their runs as
+    interrupted, saying the sweep ended, not that a user pressed Ctrl-C; no "leaked semaphore" warning follows."""
+    path = write(tmp_path, REAL)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIMFLOW_RESULTS": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "simflow", "sweep", str(path), "-j", "2"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(tmp_path.glob("runs/*/sim.log")):  # a simulator is running
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    out = proc.stdout.read().decode(errors="replace")  # its end: every process that holds the pipe is gone
+    proc.wait()
+    assert "leaked" not in out, out
+    with Store(tmp_path) as store:
+        stopped = [r for r in store.runs() if r.status == "interrupted"]
+    assert stopped and all("stopped because its sweep ended (killed outright)" in r.reason for r in stopped), \
+        [r.reason for r in stopped]
+
+
 def test_refused_combinations_are_skipped_with_their_line(tmp_path, monkeypatch):
     """wmma refuses batch3x3's 4 output channels at render time: named with its line, the rest runs."""
     monkeypatch.setenv("PATH", str(tmp_path / "no-engine-here"))

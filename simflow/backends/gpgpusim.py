@@ -131,7 +131,7 @@ def execute(folder: Path) -> dict:
             facts["timed_out"] = True
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM (see cli.main): the simulator goes too, the run is kept
             orphans.stop_group(proc)
-            facts["interrupted"] = True
+            facts["interrupted"] = orphans.interruption()
     facts["wall_s"] = round(time.monotonic() - start, 3)
     facts["returncode"] = proc.returncode
     if proc.returncode < 0:
@@ -184,13 +184,13 @@ def execute_in_container(folder: Path, image: str, engine_cmd: str) -> None:
     if facts is None:
         output = (folder / "docker.log").read_text(errors="replace").strip()[-2000:]
         if interrupted:
-            facts = {"finished": utc_timestamp(), "interrupted": True}
+            facts = {"finished": utc_timestamp(), "interrupted": orphans.interruption()}
         else:
             what = "did not finish in time and was stopped" if code is None else f"exited with {code}"
             facts = {"finished": utc_timestamp(),
                      "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}"}
     if interrupted:
-        facts["interrupted"] = True
+        facts["interrupted"] = orphans.interruption()
     facts["docker_image"] = image
     facts["container_engine"] = engine_cmd
     write_json(folder / "execution.json", facts)
@@ -215,7 +215,8 @@ def finish(folder: Path) -> RunResult:
         result.status, result.reason = "crashed", f"the execute step left no {path.name} (killed before the end?)"
     elif facts.get("interrupted"):
         result.status = "interrupted"
-        result.reason = f"stopped by Ctrl-C or SIGTERM after {facts.get('wall_s', 0):g} s; files kept in {folder}"
+        by = facts["interrupted"] if isinstance(facts["interrupted"], str) else "by Ctrl-C or SIGTERM"  # older: True
+        result.reason = f"stopped {by} after {facts.get('wall_s', 0):g} s; files kept in {folder}"
         if _log_path(folder).is_file():
             result.artifacts["log"] = str(_log_path(folder))
     elif "setup_error" in facts:  # the simulator never started (a broken image, a missing toolkit in it)

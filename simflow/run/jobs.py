@@ -68,4 +68,6 @@ def run_job_safely(job: Job, results: str) -> JobOutcome:
     except Exception as exc:  # noqa: BLE001 (reported per job, with its type)
         return JobOutcome(job, error=f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt:  # stopped before its run had a simulator to stop: said, not lost
-        return JobOutcome(job, error="interrupted (Ctrl-C or SIGTERM) before its run started")
+        from .orphans import interruption
+
+        return JobOutcome(job, error=f"stopped {interruption()} before its run started")

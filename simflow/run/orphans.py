@@ -52,13 +52,26 @@ def die_with_parent_hook():
     return ask
 
 
+_PARENT: int | None = None  # a sweep worker's parent (the sweep), from die_with_parent
+
+
 def die_with_parent() -> None:
     """This process gets SIGTERM when its parent dies (an initializer for sweep worker processes)."""
+    global _PARENT
+    _PARENT = os.getppid()
     libc = _libc()
     if libc is not None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() == 1:  # the parent died before the request was made
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+def interruption() -> str:
+    """What stopped this process's run, as "stopped ..." goes on: its sweep gone (killed outright, so its death
+    signal came), or a user's Ctrl-C or SIGTERM."""
+    if _PARENT is not None and os.getppid() != _PARENT:
+        return "because its sweep ended (killed outright)"
+    return "by Ctrl-C or SIGTERM"
 
 
 _JOB = threading.Lock()  # held while a worker process runs a job

@@ -254,6 +254,7 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
+    _quiet_resource_tracker()
     other = [j for j in todo if not backend_class(j.backend).serial]
     gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
     lanes = []  # (pool, its jobs still to submit, how many run at once)
@@ -294,6 +295,16 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     finally:
         for pool, _, _ in lanes:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _quiet_resource_tracker() -> None:
+    """The pool's queues hold semaphores that multiprocessing's resource tracker (a process of its own) removes
+    if the sweep is killed outright; it does so, and also warns "N leaked semaphore objects" on the terminal,
+    after simflow is gone. The tracker takes this process's -W options when it starts: it still cleans up,
+    without the warning."""
+    option = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if option not in sys.warnoptions:
+        sys.warnoptions.append(option)
 
 
 def _worker_setup() -> None:
