@@ -189,7 +189,7 @@ def test_a_negative_shape_is_refused_by_name():
 # before anything is said to simulate
 @pytest.mark.parametrize("option,said", [
     ("--config", ("unknown simulator config 'NOSUCH'",)),
-    ("--docker", ("no image 'NOSUCH'", "engine did not answer", "needs the docker command")),
+    ("--docker", ("no image 'NOSUCH'", "engine is not running", "needs the docker command")),
 ])
 def test_mistakes_are_refused_before_anything_is_said_to_run(tmp_path, option, said):
     proc = simflow("sim", "global", "--problem", "batch3x3", option, "NOSUCH", "--results", str(tmp_path),

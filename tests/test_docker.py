@@ -20,7 +20,8 @@ def test_the_dockerfile_only_copies_the_staged_build_and_fetches_no_simulator():
     assert not re.search(r"git (clone|fetch)|make -j|\bmake\b|install-gpgpusim|patch|gpgpu-sim_distribution", text)
     copies = re.findall(r"^COPY (\S+) (\S+)$", text, flags=re.M)
     assert copies == [("gpgpu-sim", "/opt/gpgpu-sim"), ("simflow", "/opt/simflow/simflow")]
-    assert text.rstrip().endswith('CMD ["simflow", "doctor"]')
+    # the default command answers at once; probing (minutes) is asked for by name (issue 57)
+    assert text.rstrip().endswith('CMD ["simflow", "doctor", "--no-probe"]')
     assert "RUN simflow doctor --no-probe --require gpgpusim" in text  # the last RUN: the build must run there
 
 

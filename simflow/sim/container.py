@@ -65,19 +65,39 @@ def check_image(image: str, engine_cmd: str) -> None:
     cannot run it as simflow does."""
     if why := init_problem(engine_cmd):
         raise UserError(why)
+    if not has_image(image, engine_cmd):
+        raise UserError(f"no image {image!r} in the local {engine_cmd} engine (simflow never pulls one); "
+                        + IMAGE_HELP.format(image=image))
+
+
+def engine_help(engine_cmd: str) -> str:
+    """How to start an engine that is not running."""
+    if engine_cmd == "podman":
+        return ("podman needs no daemon: check 'podman info' (on macOS or Windows, 'podman machine start')")
+    return ("start it: 'sudo systemctl start docker' where systemd runs; without systemd (a container, WSL, a CI "
+            "machine) 'sudo dockerd > /var/log/dockerd.log 2>&1 &' (docs/containers.md, 'Starting the engine')")
+
+
+def has_image(image: str, engine_cmd: str, timeout_s: float = 60) -> bool:
+    """Whether the engine has the image; an engine that does not answer (not running, no permission) is a
+    UserError that says so and how to start it, never taken for a missing image."""
     try:
         proc = subprocess.run([engine_cmd, "image", "inspect", "--format", "{{.Id}}", image],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        raise UserError(f"{engine_cmd} did not answer within 60 s; is its engine running?") from None
+        raise UserError(f"the {engine_cmd} engine did not answer within {timeout_s:g} s: it is not running or "
+                        f"is stuck; {engine_help(engine_cmd)}; or run the simulator natively") from None
     if proc.returncode == 0:
-        return
+        return True
     said = (proc.stderr or proc.stdout).strip().splitlines()
     last = said[-1] if said else f"exit code {proc.returncode}"
-    if not any(words in last.lower() for words in ("no such image", "image not known", "not found")):
-        raise UserError(f"the {engine_cmd} engine did not answer ({last}); start it, or run natively")
-    raise UserError(f"no image {image!r} in the local {engine_cmd} engine (simflow never pulls one); "
-                    + IMAGE_HELP.format(image=image))
+    if any(words in last.lower() for words in ("no such image", "image not known", "not found")):
+        return False
+    if "permission denied" in last.lower():
+        raise UserError(f"the {engine_cmd} engine refused this user ({last}); add the user to the docker group "
+                        "(sudo usermod -aG docker $USER, then log in again) or run as root")
+    raise UserError(f"the {engine_cmd} engine is not running ({last}); {engine_help(engine_cmd)}; or run the "
+                    "simulator natively")
 
 
 def host_cache() -> Path:

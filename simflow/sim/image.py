@@ -59,9 +59,7 @@ def build(simulator: str | None = None, tag: str = DEFAULT_TAG, engine_name: str
     `engine_options` go to the engine's build command as they are."""
     sim = simulator_at(Path(simulator)) if simulator else find_simulator()
     engine_cmd = container.engine(engine_name)
-    probe = subprocess.run([engine_cmd, "image", "inspect", "--format", "{{.Id}}", base], capture_output=True,
-                           text=True, timeout=120)
-    if probe.returncode != 0:
+    if not container.has_image(base, engine_cmd, timeout_s=120):
         raise UserError(f"the base image {base!r} is not in the local {engine_cmd} engine and simflow pulls "
                         "nothing; " + BASE_HELP.format(engine=engine_cmd, base=base))
     with tempfile.TemporaryDirectory(prefix="simflow-image-") as tmp:
