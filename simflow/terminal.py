@@ -60,7 +60,8 @@ def _estimate_lines(result, shown: tuple[str, ...]) -> list[str]:
             f"sampled {est['spec']}: {what} {', '.join(map(str, est['batches']))} images{cut}{launches} (probe: "
             f"{probe}; a wave of the whole GPU holds {est['wave_images']:.3g} images) of {result.problem.B}, "
             f"{100 * est['fraction']:.3g} % of the images simulated, in {est['wall_s']:.0f} s",
-            f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})"]
+            f"run: {result.run_id} (samples: {', '.join(est['runs'])}; probe {est['probe']})",
+            *([f"note: {est['note']}"] if est.get("note") else [])]
 
 
 def variants_text(data: list[dict]) -> str:

@@ -45,6 +45,7 @@ from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_a
 from .sweep_file import Sweep
 
 EXECUTORS = ("local", "dask", "slurm", "pbs")
+SAMPLES_MOST = 0.5  # samples over this share of a layer's images: said, with the whole run suggested
 INTERRUPT_GRACE_S = 30  # how long an interrupted sweep waits for its workers' interrupted runs
 
 
@@ -432,7 +433,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
                       executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar)
 
     sweep("probes (1 image or its first CTAs each)", probes)
-    plans, errors = {}, {}
+    plans, errors, notes = {}, {}, {}
     for part in parts:
         probe = stored_run(store, first_of[part])
         if not completed(probe):
@@ -445,6 +446,13 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
                 plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
             except UserError as exc:
                 errors[part] = str(exc)
+                continue
+            share = sum(plan.sizes(part.kernel(), part.problem.B)) / part.problem.B
+            if share > SAMPLES_MOST:
+                notes[part] = (f"the samples are {share:.0%} of the layer's images: sampling saves little here; "
+                               f"simulating it whole (without --sample) costs about {1 / share:.2g}x the samples")
+                if not quiet:
+                    print(f"simflow: note: {part.describe()}: {notes[part]}", file=sys.stderr, flush=True)
     samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     specs = ", ".join(sorted({str(spec_of[part]) for part in plans}))
@@ -470,6 +478,8 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
                 result = estimate_result(job, probe, runs, spec_of[job], store.root, wall, plan)
             else:
                 result = estimate_launches(job, done, spec_of[job], store.root, wall)
+            if said := "; ".join(notes[part] for part in parts_of[job] if part in notes):
+                result.estimate["note"] = said
             store.add(result)
             outcomes[job].result = result
     return [outcomes[job] for job in jobs]
