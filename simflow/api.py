@@ -254,31 +254,60 @@ def parse_rows(*logs: str | Path, aggregate: bool = False) -> tuple[list[dict], 
     return rows, facts
 
 
-def import_runs(*paths: str | Path, results: str | Path | None = None) -> tuple[list[tuple[str, bool]], Path]:
+def import_runs(*paths: str | Path, results: str | Path | None = None) -> tuple[list[tuple[str, str]], Path]:
     """Store run folders (or their result.json) made elsewhere, or kept out with --no-store, or left unfinished:
-    each run id with whether it was stored now (False: it was stored already), and the store's path."""
-    from .results.record import RunResult
+    each run id (or path) with its outcome: 'stored', 'stored already', 'recovered' (a simulator run folder
+    without result.json, a full disk say, whose record is made again from its log), or 'not importable: why, and
+    what to do'; and the store's path. Every path is tried: one that cannot be imported stops none of the others."""
     from .results.store import Store
 
     done = []
     with Store(_results(results)) as store:
         for name in paths:
-            path = Path(name)
-            path = path / "result.json" if path.is_dir() else path
-            if not path.is_file():
-                raise UserError(f"no result.json at {path}")
             try:
-                result = RunResult.from_dict(json.loads(path.read_text()))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise UserError(f"{path} is not a simflow result.json (not JSON text: {exc})") from None
-            except (KeyError, TypeError, ValueError) as exc:
-                raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
+                result, how = _importable(Path(name))
+            except UserError as exc:
+                done.append((str(name), f"not importable: {exc}"))
+                continue
             if result.run_id in store.ids():
-                done.append((result.run_id, False))
+                done.append((result.run_id, "stored already"))
                 continue
             store.add(result)
-            done.append((result.run_id, True))
+            done.append((result.run_id, how))
     return done, store.path
+
+
+def _importable(path: Path):
+    """(the record a path holds, 'stored' or 'recovered'), or a UserError saying why there is none and what to do."""
+    from .results.record import RunResult
+
+    folder = path if path.is_dir() else None
+    path = path / "result.json" if path.is_dir() else path
+    if not path.is_file():
+        if folder is not None and (folder / "run.json").is_file() and any(
+                (folder / log).is_file() for log in ("sim.log.gz", "sim.log")):
+            from .backends.gpgpusim import finish
+            from .results.folders import keep_result
+
+            try:
+                result = finish(folder)  # what the simulator left: the record is made again, as at its end
+            except (OSError, ValueError, KeyError) as exc:
+                raise UserError(f"{folder} has no result.json and its run.json or log cannot be read "
+                                f"({type(exc).__name__}: {exc}); run the job again") from None
+            keep_result(result, folder)
+            return result, "recovered"
+        if folder is not None:
+            raise UserError(f"{folder} has no result.json and no simulator log: the run stopped before it "
+                            "recorded anything (a full disk, or killed at its start); nothing to recover: run the "
+                            "job again (a sweep resumes it), then remove the folder")
+        raise UserError(f"no result.json at {path}")
+    try:
+        return RunResult.from_dict(json.loads(path.read_text())), "stored"
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path} is not a simflow result.json (not JSON text: {exc}); if the disk filled as it "
+                        "was written, move it aside and import the folder again") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
 
 
 def variants() -> list[dict]:

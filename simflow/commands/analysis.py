@@ -171,10 +171,15 @@ def cmd_import(args) -> int:
     from .. import api
 
     outcomes, where = api.import_runs(*args.paths, results=_results(args))
-    rows = [{"id": run_id, "outcome": "stored" if stored else "stored already"} for run_id, stored in outcomes]
+    rows = [{"id": run_id, "outcome": outcome} for run_id, outcome in outcomes]
     _out(args, rows, rows)
-    print(f"{sum(stored for _, stored in outcomes)} run(s) stored in {where}", file=sys.stderr)
-    return 0
+    stored = sum(outcome in ("stored", "recovered") for _, outcome in outcomes)
+    failed = [(run_id, outcome) for run_id, outcome in outcomes if outcome.startswith("not importable")]
+    for run_id, outcome in failed:
+        print(f"simflow: {run_id}: {outcome}", file=sys.stderr)
+    print(f"{stored} run(s) stored in {where}" + (f"; {len(failed)} not importable (above)" if failed else ""),
+          file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _import_log_args(p: argparse.ArgumentParser) -> None:
