@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
 from ..results.store import StoredRun, problem_key, shape_key
+from .fidelity import disagreements, normalised
 
 DEFAULT_THRESHOLD = 0.02  # relative change below which two values count as the same
 # Bookkeeping, not performance: left out of a diff unless asked for by name.
@@ -170,15 +171,6 @@ def _diff_row(name: str, unit: str, va: float, vb: float, direction: str, judged
             "mark": judged}
 
 
-def normalised(run: StoredRun, name: str, pair) -> float:
-    """A run's value of an aligned metric in the measuring backend's basis (the model's values scaled)."""
-    value = _num(run.metrics.get(name))
-    base = name.split(".", 1)[-1]
-    if run.backend == pair.measures and base in pair.aligned:
-        value *= pair.aligned[base].sim_scale
-    return value
-
-
 def _diff_sim_hardware(a: StoredRun, b: StoredRun, metrics: list[str] | None, pair):
     """A model vs what measures it: the aligned metrics, normalised, each with what differs."""
     import pandas as pd
@@ -287,7 +279,7 @@ def comparison(runs: list[StoredRun], by: list[str], metrics: list[str] | None =
     if failing:
         left.append(_failing_note(failing))
     return Comparison(tables, "left out: " + "; ".join(left) if left else "", [_failing_text(r) for r in failing],
-                      _split_reason(list(splits.values())), _disagreements(shown))
+                      _split_reason(list(splits.values())), disagreements(shown))
 
 
 def _split_reason(parts: list[list[StoredRun]]) -> str:
@@ -466,9 +458,3 @@ def regressions(frame, threshold: float = DEFAULT_THRESHOLD) -> list[str]:
         return [f"{r['group']}: speedup {r['speedup']:.3f}" for _, r in frame.iterrows()
                 if not math.isnan(r["speedup"]) and r["speedup"] < 1 - threshold]
     return []
-
-
-def _disagreements(runs: list[StoredRun]) -> list[str]:
-    from .fidelity import disagreements
-
-    return disagreements(runs)

@@ -15,7 +15,6 @@ from pathlib import Path
 from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..results.store import StoredRun, problem_key
-from .compare import normalised
 
 # The counters whose agreement `fidelity` reports (the simulator's names; the hardware's are the gpu-ncu
 # backend's aligned counters).
@@ -27,6 +26,16 @@ FIDELITY_COUNTERS = {
     "total dram reads": "DRAM reads",
 }
 TIME_BACKEND = "gpu"  # its time_ms (CUDA events, the GPU's own clocks) is the measured time
+
+
+def normalised(run: StoredRun, name: str, pair) -> float:
+    """A run's value of an aligned metric in the measuring backend's basis (the model's values scaled)."""
+    value = run.metrics.get(name)
+    value = math.nan if value is None else float(value)
+    base = name.split(".", 1)[-1]
+    if run.backend == pair.measures and base in pair.aligned:
+        value *= pair.aligned[base].sim_scale
+    return value
 
 
 def _pair():
