@@ -22,12 +22,18 @@ from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
 from simflow.run.sweep_file import load_sweep
 from simflow.sim.config import config_key, cta_limit, first_ctas, load_config, scaled, scalings
-from simflow.sim.sampling import (
-    MIN_SCALED_WAVE,
+from simflow.sim.estimate import (
     MISS_FLOOR,
     RATE_FLOOR,
     TAIL_WAVES,
     Estimate,
+    estimate_launches,
+    estimate_result,
+    extrapolate,
+    steady_cpi,
+)
+from simflow.sim.sampling import (
+    MIN_SCALED_WAVE,
     Plan,
     SampleSpec,
     at_batch,
@@ -35,9 +41,6 @@ from simflow.sim.sampling import (
     by_launch,
     choose_scale,
     completed,
-    estimate_launches,
-    estimate_result,
-    extrapolate,
     first_ctas_job,
     fixed,
     fixed_ctas,
@@ -47,7 +50,6 @@ from simflow.sim.sampling import (
     sample_batches,
     sample_jobs,
     scaled_job,
-    steady_cpi,
     wave_images,
 )
 
@@ -832,7 +834,7 @@ def test_an_estimate_made_one_launch_at_a_time_sums_its_launches_and_their_bound
                  "runs": [s.run_id for s in samples]}
         return own, facts
 
-    monkeypatch.setattr("simflow.sim.sampling._estimates", fake)
+    monkeypatch.setattr("simflow.sim.estimate._estimates", fake)
     plan = Plan(4, [1, 2, 3], [20, 40, 60], 0.4)
     wfft = _launch_run("wfft", 500.0, 5000.0, 20.0)
     done = [(parts["conv2d_fft_wfft"], wfft, [], None)]

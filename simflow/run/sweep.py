@@ -26,19 +26,8 @@ from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
-from ..sim.sampling import (
-    METHOD,
-    SampleSpec,
-    by_launch,
-    completed,
-    estimate_launches,
-    estimate_result,
-    fixed,
-    launch_parts,
-    plan_samples,
-    probe_job,
-    sample_jobs,
-)
+from ..sim.estimate import METHOD, estimate_launches, estimate_result
+from ..sim.sampling import SampleSpec, by_launch, completed, fixed, launch_parts, plan_samples, probe_job, sample_jobs
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
