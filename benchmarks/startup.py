@@ -24,7 +24,7 @@ COMMANDS = {
     "simflow --version": [sys.executable, "-m", "simflow", "--version"],
     "simflow parse (small log)": [sys.executable, "-m", "simflow", "parse", str(LOG)],
 }
-HEAVY = ("numpy", "pandas", "simflow.kernels.families")
+HEAVY = ("numpy", "pandas", "simflow.kernels.families", "simflow.kernels.tensor_cores", "simflow.kernels.wgmma")
 
 
 def loaded(argv: list[str]) -> list[str]:

@@ -15,20 +15,20 @@ from .families import (
     Im2colGemmVariant,
     ImplicitGemmAsyncVariant,
     ImplicitGemmVariant,
-    MmaNchwVariant,
-    MmaNhwcVariant,
     RegTileVariant,
     SharedTileVariant,
-    WgmmaHaloVariant,
-    WgmmaNchwVariant,
-    WgmmaNhwcVariant,
+)
+from .problems import Problem
+from .tensor_cores import (
+    MmaNchwVariant,
+    MmaNhwcVariant,
     WmmaNhwcVariant,
     WmmaVariant,
 )
-from .problems import Problem
 from .transforms import FftVariant, WinogradVariant
 from .user_variants import load_user_variant
 from .variant_types import Kernel, Launch, Param, Variant, show_value, template_environment
+from .wgmma import WgmmaHaloVariant, WgmmaNchwVariant, WgmmaNhwcVariant
 
 __all__ = ["VARIANTS", "Kernel", "Launch", "Param", "Variant", "get_variant", "parse_param_args", "render",
            "show_value", "template_environment"]
