@@ -185,7 +185,7 @@ def test_tune_on_the_gpu_ends_cleanly(tmp_path):
 def test_a_tune_starts_from_what_won_known_layers_and_tries_every_variant_once_first():
     """starts(): STARTS's configurations for the precision and every variant's defaults, each once, within the
     space; every variant comes before any second configuration of one, so FFT is tried on a short budget."""
-    from simflow.run.tune import STARTS, starts
+    from simflow.run.tune_starts import STARTS, starts
 
     for precision in ("float32", "tf32", "float16"):
         variants = tunable_variants("gpu", precision)
