@@ -236,7 +236,8 @@ def parse(*logs: str | Path, aggregate: bool = False):
 def parse_rows(*logs: str | Path, aggregate: bool = False) -> tuple[list[dict], list[dict]]:
     """parse() without pandas, for a command that prints at once: the rows (each with its "log" first) and
     each log's facts."""
-    from .sim.log import named_logs, parse_file
+    from .sim.log import parse_file
+    from .sim.log_text import named_logs
 
     if not logs:
         raise UserError("parse needs at least one log file")
@@ -338,8 +339,8 @@ def import_logs(*logs: str | Path, labels: dict[str, str] | None = None, config:
     """Store GPGPU-Sim logs of any application as gpgpusim runs, as `simflow import-log`. A log stored already
     (the same bytes) is not stored again unless `again`: its stored run (a StoredRun) stands in its place."""
     from .results.store import Store
-    from .sim.log import named_logs
     from .sim.log_import import import_log, stored_already
+    from .sim.log_text import named_logs
 
     done = []
     with Store(_results(results)) as store, named_logs(logs) as named:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .log import _Damage, _open_text, _readable_lines
+from .log_text import _Damage, _open_text, _readable_lines
 
 AERIALVISION_GLOB = "gpgpusim_visualizer__*.log.gz"  # where the simulator writes it (it ignores the path option)
 

@@ -10,19 +10,27 @@ simulator).
 
 from __future__ import annotations
 
-import codecs
-import functools
 import gzip
 import io
 import math
 import re
-import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalogue import FORK, FORK_MARKER, MISS_RATES, PRINTED, STATS, UPSTREAM, USER_STATS, aggregate, stat_of
+from .log_text import (
+    _BANNER_WORDS,
+    _FAIL_FAMILY,
+    _KEYS,
+    BLOCK,
+    EXIT_LINE,
+    LIMIT_LINE,
+    PIECE,
+    _Damage,
+    _text_blocks,
+    _wanted,
+)
 
 _BANNER = re.compile(r"GPGPU-Sim Simulator Version (\S+)\s+\[build ([^\]]+)\]")
 _PTX_KERNEL = re.compile(r"GPGPU-Sim PTX: Kernel '([^']+)' : regs=(\d+), lmem=(\d+), smem=(\d+), cmem=(\d+)")
@@ -35,7 +43,6 @@ _LAUNCH = re.compile(r"simflow: launch (\S+) grid=\S+ block=\S+ smem=(\d+)")
 # The LIVENESS trace line, printed every gpgpu_runtime_stat cycles when simflow's instrumentation is on:
 # the process's cycle and thread instructions so far, and the SMs' occupancy at that cycle.
 _SAMPLE = re.compile(r"GPGPU-Sim Cycle (\d+): LIVENESS - uArch: inst\.: (\d+) \(ipc=[^,]*, occ=[^\[]*\[(\d+) / (\d+)\]")
-_FAIL_FAMILY = "Total_core_cache_fail_stats_breakdown["
 # Facts of the simulated GPU read from the option dump: (name, options multiplied, unit).
 MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
             ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
@@ -52,8 +59,6 @@ def _may_fail(line: str) -> bool:
             or "dump" in line or "terminate" in line)
 
 _NEWER_CUDART = re.compile(r"libcudart\.so\.(1[2-9])")
-EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
-LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
 
 
 def _value(text: str) -> float:
@@ -76,6 +81,13 @@ def _value(text: str) -> float:
 def _out_of_range(text: str) -> bool:
     match = _NUMBER.search(text)
     return bool(match) and "nan" not in match[0].lower() and not math.isfinite(float(match[0]))
+
+
+def _grown(before: float, now: float) -> float:
+    """How much a running total grew; a total that went down was reset, so it grew by its value."""
+    if math.isnan(now) or math.isnan(before):
+        return math.nan
+    return now - before if now >= before else now
 
 
 @dataclass(slots=True)
@@ -195,64 +207,6 @@ class SimLog:
         return facts
 
 
-def _grown(before: float, now: float) -> float:
-    """How much a running total grew; a total that went down was reset, so it grew by its value."""
-    if math.isnan(now) or math.isnan(before):
-        return math.nan
-    return now - before if now >= before else now
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", errors="replace")
-    return open(path, errors="replace")
-
-
-class _Damage:
-    """Where a file could not be read on, and why (set by _readable_lines)."""
-
-    error: str = ""
-
-
-def _readable_lines(handle, damage: _Damage) -> Iterator[str]:
-    """The lines of `handle` until it ends or cannot be read on (a cut or corrupted gzip stream,
-    garbage after it, an I/O error): what came before is kept, the error is noted."""
-    while True:
-        try:
-            line = handle.readline()
-        except (EOFError, OSError, zlib.error, ValueError) as exc:
-            damage.error = f"{type(exc).__name__}: {exc}"
-            return
-        if not line:
-            return
-        yield line
-
-
-@contextmanager
-def named_logs(names: Iterable[str | Path]) -> Iterator[list[tuple[str, Path]]]:
-    """Each log as (its name, a path to read): '-' is standard input (plain or gzip), copied once into a temporary
-    file that is gone afterwards."""
-    import shutil
-    import sys
-    import tempfile
-
-    names = [str(n) for n in names]
-    if names.count("-") > 1:
-        from ..errors import UserError
-
-        raise UserError("standard input ('-') can be read once: name it once among the logs")
-    if "-" not in names:
-        yield [(n, Path(n)) for n in names]
-        return
-    with tempfile.TemporaryDirectory(prefix="simflow-stdin-") as tmp:
-        copy = Path(tmp) / "stdin.log"
-        with open(copy, "wb") as out:
-            shutil.copyfileobj(sys.stdin.buffer, out)
-        yield [(n, copy if n == "-" else Path(n)) for n in names]
-
-
 @dataclass
 class Live:
     """What a running simulation has printed so far (its own progress lines): kernels launched, the cycle and
@@ -268,25 +222,6 @@ class Live:
         elif m := _LAUNCH.match(line):  # simflow's program says each launch before it makes it
             self.launched += 1
             self.kernel = m.group(1)
-
-
-def read_options(path: str | Path) -> dict[str, str]:
-    """The option dump at the top of a log (name -> value as printed), without reading the rest of the file."""
-    options: dict[str, str] = {}
-    damage = _Damage()
-    try:
-        with _open_text(Path(path)) as handle:
-            for count, raw in enumerate(_readable_lines(handle, damage)):
-                line = raw.strip()
-                if line.startswith("-"):
-                    name, _, rest = line[1:].partition(" ")
-                    if name and rest.strip():
-                        options[name] = rest.split("#", 1)[0].strip()
-                elif count > 20000 or (options and line.startswith(("GPGPU-Sim PTX", "GPGPU-Sim uArch", "kernel_"))):
-                    break
-    except OSError:
-        return {}
-    return options
 
 
 def parse_file(path: str | Path) -> SimLog:
@@ -326,84 +261,6 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
         reader.log.lines += 1
         reader.line(raw)
     return reader.finish()
-
-
-PIECE = 1 << 13  # bytes read at a time from a gzip stream: a damaged one keeps what it gave up to the damage
-BLOCK = 1 << 20  # bytes parsed at a time
-
-
-def _text_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[str]:
-    """The file's text in blocks that each end with a line (newlines made '\\n', as a text file reads them),
-    until it ends or cannot be read on (a cut or corrupted gzip stream, garbage after it, an I/O error):
-    what came before is kept, the line cut by the error is dropped, the error is noted."""
-    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-    pieces: list[bytes] = []
-    size, carry = 0, ""
-    while True:
-        try:
-            data = handle.read1(piece)
-        except (EOFError, OSError, zlib.error, ValueError) as exc:
-            damage.error = f"{type(exc).__name__}: {exc}"
-            data = None
-        if data:
-            pieces.append(data)
-            size += len(data)
-            if size < BLOCK:
-                continue
-        text = carry + decode(b"".join(pieces), final=data is not None and not data)
-        pieces, size = [], 0
-        if text.endswith("\r") and data:  # it may be the first half of '\r\n'
-            text, carry = text[:-1], "\r"
-        else:
-            carry = ""
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        cut = text.rfind("\n") + 1
-        if cut:
-            yield text[:cut]
-        if not data:  # the end, or the damage: a last line without its newline is read only at the end
-            if data is not None and text[cut:]:
-                yield text[cut:] + "\n"
-            return
-        carry = text[cut:] + carry
-
-
-# What a line the parser's state acts on begins with (after spaces): every other line of a log (the bulk of a
-# stats block: per-core, per-bank and DRAM lines) changes nothing, so read_blocks skips it in C. An option
-# ('-name value') counts only before the first stats block, a line of dashes never; a GPGPU-Sim line only when
-# it holds what _Reader.line looks for in one.
-_STARTS = {"total_dl1_": "", "Stall:": "", "kernel_name": "", "simflow:": "", _FAIL_FAMILY: "",
-           "GPGPU-Sim": "(?=[^\\n]*?(?:" + "|".join(re.escape(word.removeprefix("GPGPU-Sim")) for word in (
-               "LIVENESS - uArch: inst", EXIT_LINE, LIMIT_LINE, "GPGPU-Sim PTX: Kernel '", "pushing kernel '",
-               "CTA/core = ")) + "))"}  # each after the 'GPGPU-Sim' the line begins with
-_OPTION = {"-": r"(?!(?:-|[^\S\n])*\n)"}
-_KEYS = ("gpgpu_simulation_rate", "gpgpu_simulation_time", "kernel_launch_uid")  # and PRINTED's, each before '='
-_BANNER_WORDS = "Simulator Version"  # anywhere in a line
-
-
-def _branches(words: dict[str, str]) -> str:
-    """A regex for any of `words`, each followed by its own regex, factored by shared beginnings so that the
-    engine tries few branches a line."""
-    trie: dict = {}
-    for word, then in words.items():
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = then
-
-    def emit(node: dict) -> str:
-        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
-        if "" in node:
-            branches.append(node[""])
-        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-
-    return emit(trie)
-
-
-@functools.cache
-def _wanted(keys: frozenset[str], options: bool) -> re.Pattern:
-    words = {**{key: r"[^\S\n]*+=" for key in keys}, **_STARTS, **(_OPTION if options else {})}
-    return re.compile(r"\n[^\S\n]*+" + _branches(words))
 
 
 class _Reader:

@@ -50,7 +50,7 @@ def config_identity(options: dict[str, str]) -> str:
 
 def config_changes(log_a: str | Path, log_b: str | Path, most: int = 8) -> str:
     """The modelled options two logs differ in, as '-name A -> B' (print-only ones aside); '' if none."""
-    from .log import read_options
+    from .log_text import read_options
 
     a, b = read_options(log_a), read_options(log_b)
     missing = "(not set)"
