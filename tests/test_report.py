@@ -211,5 +211,8 @@ def test_each_group_has_its_launch_and_config_with_the_options_that_differ(tmp_p
     table = md[md.index("*launch and config"):].split("\n\n")[1]
     assert "| grid | block | regs/thread |" in table and "(the baseline)" in table
     assert "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0 -> 1447.0" in table  # the other build's options
-    assert "sim.log.gz" in table  # where its log is
+    assert re.search(r"\[sim\.log\.gz\]\(</[^>]*/sim\.log\.gz>\)", table)  # its log, linked
+    page = (tmp_path / "r" / "index.html").read_text()
+    links = re.findall(r'<a href="file://([^"]+)" title="[^"]+">sim\.log\.gz</a>', page)
+    assert len(links) == 2 and all(Path(link).is_file() for link in links)  # the links open the kept logs
     assert "*kernel conv2d_global across the groups that launch it*" in md  # a two-kernel run and a one-kernel one

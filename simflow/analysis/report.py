@@ -268,10 +268,18 @@ def _launches(frame, by_id: dict[str, StoredRun], label_of: dict[str, str], base
         rows.append([(label_of[group], "label"), (run.environment.get("grid", ""), ""),
                      (run.environment.get("block", ""), ""), (_figure(run, "regs"), "num"), (smem, "num"),
                      (run.config or run.backend, ""), (changes, ""),
-                     (run.artifacts.get("kernel_source", ""), ""), (run.artifacts.get("log", ""), "")])
+                     (_kept(run, "kernel_source"), "file"), (_kept(run, "log"), "file")])
     return Grid("launch and config of each group (simulator options: those its log printed other than the "
                 "baseline's)", ["group", "grid", "block", "regs/thread", "shared memory (B)", "config",
                                 "options vs the baseline", "rendered source", "log"], rows)
+
+
+def _kept(run: StoredRun, kind: str) -> str:
+    """A kept file's absolute path (the report links it: file://), or '' when it is not kept."""
+    path = run.artifacts.get(kind, "")
+    if path and not Path(path).exists() and Path(path + ".gz").exists():
+        path += ".gz"  # a finished run's log is compressed after the record names it
+    return str(Path(path).resolve()) if path else ""
 
 
 def _figure(run: StoredRun, name: str) -> str:
