@@ -9,12 +9,13 @@ import pytest
 from runs import gpu_record, sim_record
 from test_ncu import hw_record
 
-from simflow.analysis.fidelity import both_ways, correlate, disagreements, fidelity, simulated_mhz
+from simflow.analysis.fidelity import both_ways, correlate, disagreements, fidelity, models_gpu, simulated_mhz
 from simflow.errors import UserError
 from simflow.results.store import Store, StoredRun
 
 
-def _store(tmp_path: Path, times: dict[str, float], second_config: bool = False) -> list[StoredRun]:
+def _store(tmp_path: Path, times: dict[str, float], second_config: bool = False, gpu: str = "NVIDIA H200"
+           ) -> list[StoredRun]:
     with Store(tmp_path) as store:
         for variant in ("global", "shared"):
             sim = sim_record(tmp_path, variant)
@@ -23,7 +24,9 @@ def _store(tmp_path: Path, times: dict[str, float], second_config: bool = False)
                 store.add(dataclasses.replace(sim, run_id=f"{sim.run_id}-h200",
                                               job=dataclasses.replace(sim.job, config_name="H200")))
             store.add(hw_record(variant))
-            store.add(gpu_record(f"gpu-{variant}", variant, times[variant]))
+            timed = gpu_record(f"gpu-{variant}", variant, times[variant])
+            timed.environment["gpu"] = gpu
+            store.add(timed)
         return store.runs()
 
 
@@ -37,7 +40,7 @@ def test_a_job_simulated_under_two_configs_is_joined_once_per_config(tmp_path):
 
 
 def test_per_layer_ranks_time_error_and_counters(tmp_path):
-    runs = _store(tmp_path, {"global": 0.005, "shared": 0.006})
+    runs = _store(tmp_path, {"global": 0.005, "shared": 0.006}, gpu="a GPU modelled by SM7_QV100 (test data)")
     found = fidelity(runs, tmp_path)
     (layer,) = found.layers.to_dict("records")
     # global is faster both ways: 6693 vs 7277 cycles simulated, 0.005 vs 0.006 ms measured
@@ -86,3 +89,11 @@ def test_nothing_run_both_ways_is_an_error_and_disagreements_are_per_config(tmp_
         fidelity([], tmp_path)
     runs = _store(tmp_path, {"global": 0.005, "shared": 0.006}, second_config=True)
     assert disagreements(runs) == []
+
+
+def test_time_is_compared_only_on_a_config_that_models_the_gpu_measured(tmp_path):
+    """SM7_QV100 models a Volta: its cycles over its clock say nothing of an H200's time; its ranks still count."""
+    found = fidelity(_store(tmp_path, {"global": 0.005, "shared": 0.006}), tmp_path)
+    assert found.points["time_error_%"].isna().all() and found.layers["same_order_%"].iloc[0] == 100
+    assert models_gpu("H200", "NVIDIA H200") and models_gpu("gpgpusim_configs/H200.toml", "NVIDIA H200")
+    assert not models_gpu("SM7_QV100", "NVIDIA H200") and not models_gpu("H20", "NVIDIA H200")

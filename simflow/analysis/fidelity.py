@@ -196,6 +196,13 @@ def simulated_mhz(run: StoredRun, root: Path | None = None) -> float:
     return math.nan
 
 
+def models_gpu(config: str, gpu: str) -> bool:
+    """Whether a simulator config models the GPU a run measured: its name is a word of the GPU's ('H200' of
+    'NVIDIA H200', as `simflow calibrate` names it). Only then is simulated time set against measured time."""
+    name = Path(config).stem.lower()
+    return bool(name) and name in re.split(r"[^a-z0-9_]+", gpu.lower())
+
+
 @dataclass
 class Fidelity:
     """`fidelity`'s tables (pandas DataFrames)."""
@@ -210,8 +217,9 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
     """How far each simulator config is from the GPU on the jobs run both ways. Per layer (problem), the ranks of
     the variants' times: simulated cycles against the GPU's (`gpu` time_ms where a passed run of the job exists,
     else ncu's cycles); the share of pairs ordered alike, and those ordered differently, named. Where the
-    simulated clock is known (the run folder's config), the time error: cycles over that clock against the GPU's
-    time_ms. Per counter of FIDELITY_COUNTERS, the median ratio and the correlations."""
+    simulated clock is known (the run folder's config) and the config models the GPU measured (models_gpu), the
+    time error: cycles over that clock against the GPU's time_ms. Per counter of FIDELITY_COUNTERS, the median ratio
+    and the correlations."""
     import pandas as pd
 
     pair, pairs = both_ways(runs)
@@ -227,14 +235,15 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
     for key, both in pairs.items():
         sim, hw = both[model], both[measured]
         gpu = timed.get(key[1:])
+        models = bool(gpu) and models_gpu(key[0], gpu.environment.get("gpu", ""))
         mhz = simulated_mhz(sim, root)
         cycles = normalised(sim, "gpu_sim_cycle", pair)
         gpu_ms = gpu.metrics.get("time_ms", math.nan) if gpu else math.nan
         sim_ms = cycles / (mhz * 1e3) if mhz == mhz else math.nan
         points.append({"config": key[0], "problem": sim.problem.name, "job": _name(sim), "sim_cycles": cycles,
                        "gpu_cycles": normalised(hw, "gpu_sim_cycle", pair), "sim_mhz": mhz, "sim_ms": sim_ms,
-                       "gpu_ms": gpu_ms, "time_error_%": 100 * (sim_ms / gpu_ms - 1) if gpu_ms == gpu_ms and
-                       gpu_ms > 0 else math.nan, "sampled": bool(sim.estimate)})
+                       "gpu_ms": gpu_ms, "time_error_%": 100 * (sim_ms / gpu_ms - 1) if models and gpu_ms == gpu_ms
+                       and gpu_ms > 0 else math.nan, "sampled": bool(sim.estimate)})
     frame = pd.DataFrame(points)
     layers = []
     for (config, problem), sub in frame.groupby(["config", "problem"], sort=True):
