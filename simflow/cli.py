@@ -9,7 +9,7 @@ import os
 import sys
 
 from . import __version__
-from .commands import COMMANDS, analysis, running  # noqa: F401 (importing them registers their commands)
+from .commands import COMMANDS
 from .errors import MissingTool, ToolError, UserError
 
 EXIT_CODES = ("exit status: 0 done (a run passed), 1 a mistake in the command or a file it names (the message says "

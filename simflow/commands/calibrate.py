@@ -1,0 +1,37 @@
+"""`simflow calibrate`: measure the GPU in hand and write a simulator config for it (simflow sim --config NAME.toml)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import (
+    _say,
+    command,
+)
+
+
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", help="the config's name (default: the GPU's, e.g. H200)")
+    p.add_argument("--dir", "-d", default=".", help="where NAME.toml and NAME.measured.json go (default: here)")
+    p.add_argument("--again", action="store_true", help="measure anew (default: reuse this GPU's cached figures)")
+    p.add_argument("--from", dest="measured", metavar="JSON",
+                   help="make the config from recorded measurements (a NAME.measured.json): no GPU needed")
+
+
+@command("calibrate", _calibrate_args, help="measure the GPU in hand and write a simulator config for it "
+                                             "(simflow sim --config NAME.toml)")
+def cmd_calibrate(args) -> int:
+    from .. import api
+
+    done = api.calibrate(name=args.name, output=args.dir, again=args.again, measured=args.measured, progress=_say)
+    f = done.figures
+    how = "recorded measurements" if args.measured else ("cached measurements (--again measures anew)"
+                                                         if done.reused else f"measured in {f.get('seconds', 0):g} s")
+    print(f"{f['gpu']}: {f['sms']} SMs at {f['clock_mhz']:.0f} MHz; latencies L1 {f['l1_latency_cycles']:.0f}, "
+          f"shared {f['shared_latency_cycles']:.0f}, L2 {f['l2_latency_cycles']:.0f}, DRAM "
+          f"{f['dram_latency_cycles']:.0f} cycles; L2 {f['l2_bandwidth_gbs']:.0f} GB/s, DRAM "
+          f"{f['dram_bandwidth_gbs']:.0f} GB/s ({how})")
+    print(done.config)
+    print(done.measured)
+    return 0
+
