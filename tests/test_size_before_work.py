@@ -20,10 +20,10 @@ from simflow.kernels.variants import render
 
 
 def test_an_oversized_layer_is_refused_with_the_figures_before_running_is_said(tmp_path):
-    """The issue's case: 10 GB of input on a 24 GB machine was run, growing 150 MB/s. No simulator or CUDA 11
-    is needed to refuse it."""
-    out = simflow("sim", "global", "--shape", "1,1,1,50000,50000,3", "--results", str(tmp_path), "--json",
-                  timeout=60)
+    """The issue's case: 10 GB of input on a 24 GB machine was run, growing 150 MB/s (a 50000 x 50000 image, now
+    refused on its indexing first, below). No simulator or CUDA 11 is needed to refuse it."""
+    out = simflow("sim", "global", "--shape", "64,64,64,512,512,3", "--results", str(tmp_path), "--json",
+                  timeout=60)  # 4 GiB of input, its float64 reference 34 GiB
     assert "running" not in out.stderr, out.stderr
     record = json.loads(out.stdout)
     assert record["status"] == "refused"
@@ -109,3 +109,16 @@ def test_sigterm_is_heard_within_a_second_in_each_phase(phase):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
     assert "stopped" in out and time.monotonic() - sent < 1.0
+
+
+def test_an_image_past_32_bit_indexing_is_refused_on_every_backend(monkeypatch):
+    """global on one 50000 x 50000 image read past its output on an H200 (an illegal address: the plane's index is
+    a 32-bit int), on a machine with memory for it. It is refused before anything runs."""
+    monkeypatch.setattr(footprint, "host_available", lambda: 1 << 50)  # a machine with memory to spare
+    problem = parse_shape("1,1,1,50000,50000,3")
+    for simulated in (False, True):
+        with pytest.raises(LimitError, match=r"elements of one image's input .*: needs 2,500,000,000, the limit is "
+                                             r"2,147,483,647"):
+            footprint.check(render("global", problem), problem, simulated=simulated)
+    footprint.check(render("global", parse_shape("8,1,1,40000,40000,3")), parse_shape("8,1,1,40000,40000,3"),
+                    simulated=False)  # 1.6e9 an image: the batch offset is 64-bit

@@ -53,9 +53,18 @@ def host_available() -> int:
         return 0  # unknown: no check
 
 
+INDEX_LIMIT = 2**31 - 1  # the kernels index inside one image with 32-bit ints (its batch offset is 64-bit)
+
+
 def check(kernel, problem, simulated: bool) -> None:
-    """Refuse a job whose memory the machine (or the simulated GPU) does not have, naming the limit and figures."""
+    """Refuse a job whose memory the machine (or the simulated GPU) does not have, or whose one image is past the
+    kernels' 32-bit indexing, naming the limit and figures."""
     fix = "run a smaller batch (--batch) or shape"
+    out = kernel.output_shape(problem.B)
+    for what, shape in (("input", problem.input_shape[1:]), ("output", out[1:])):
+        if (elements := _elements(shape)) > INDEX_LIMIT:  # an H200 read past y at 50000 x 50000: illegal address
+            raise LimitError(f"elements of one image's {what} (the kernels index within an image with 32-bit ints)",
+                             f"{elements:,}", f"{INDEX_LIMIT:,}", "use a smaller image or fewer channels")
     if simulated and (need := device_bytes(kernel, problem)) > SIMULATED_GPU_MEMORY:
         raise LimitError(f"device memory of {SIMULATED_GPU_NAME} (inputs, output and workspace)",
                          f"{need / GIB:.1f} GiB", f"{SIMULATED_GPU_MEMORY / GIB:.0f} GiB", fix)
