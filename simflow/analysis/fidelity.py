@@ -215,8 +215,8 @@ class Fidelity:
 
 def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
     """How far each simulator config is from the GPU on the jobs run both ways. Per layer (problem), the ranks of
-    the variants' times: simulated cycles against the GPU's (`gpu` time_ms where a passed run of the job exists,
-    else ncu's cycles); the share of pairs ordered alike, and those ordered differently, named. Where the
+    the variants' times: simulated cycles against the GPU's (`gpu` time_ms where every job of the layer has a passed
+    run there, else ncu's cycles); the share of pairs ordered alike, and those ordered differently, named. Where the
     simulated clock is known (the run folder's config) and the config models the GPU measured (models_gpu), the
     time error: cycles over that clock against the GPU's time_ms. Per counter of FIDELITY_COUNTERS, the median ratio
     and the correlations."""
@@ -247,7 +247,8 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
     frame = pd.DataFrame(points)
     layers = []
     for (config, problem), sub in frame.groupby(["config", "problem"], sort=True):
-        hw = [g if g == g else c for g, c in zip(sub["gpu_ms"], sub["gpu_cycles"], strict=True)]
+        timed_all = all(g == g for g in sub["gpu_ms"])  # one measure for the whole layer: times, else ncu's cycles
+        hw = list(sub["gpu_ms"] if timed_all else sub["gpu_cycles"])
         agree = _agreement(list(sub["sim_cycles"]), hw)
         jobs = list(sub["job"])
         differ = [f"{jobs[i]} / {jobs[j]}" for i in range(len(jobs)) for j in range(i + 1, len(jobs))
