@@ -224,8 +224,7 @@ class GpuBackend(Backend):
             launches = kernel.launches(batch)
             kernel.build_arch(self.limits.arch)
             check_launches(launches, self.limits)
-            footprint.check(kernel, problem, simulated=False)
-            self.check_memory(kernel, problem)
+            self.check_memory(kernel, problem)  # the host's memory: refusal_of, which run_job asks first
             streams = kernel.params.get("streams", 0)
             if streams > batch:
                 raise LimitError("streams (one chunk of the batch each)", str(streams), f"the batch, {batch}",
