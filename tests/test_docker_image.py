@@ -67,12 +67,15 @@ def no_container_left(run_id: str) -> bool:
 
 
 def test_the_image_answers_doctor(image):
-    proc = engine("run", "--rm", "--pull", "never", "--network", "none", image, timeout=300)
+    proc = engine("run", "--rm", "--pull", "never", "--network", "none", image, timeout=300)  # its default command
     assert proc.returncode == 0, proc.stderr
     assert ("[ok] GPGPU-Sim: GPGPU-Sim at /opt/gpgpu-sim (from usual place), CUDA 11.8 (/opt/cuda-11.8/bin/nvcc)"
             in proc.stdout)
     assert "[ok] CUDA 11.x (for GPGPU-Sim)" in proc.stdout
-    assert "[ok] GPGPU-Sim at /opt/gpgpu-sim: " in proc.stdout and " of 48 forms correct" in proc.stdout
+    assert " of 48 forms correct" not in proc.stdout  # the default answers at once: doctor --no-probe (issue 57)
+    probed = engine("run", "--rm", "--pull", "never", "--network", "none", image, "simflow", "doctor", timeout=900)
+    assert probed.returncode == 0, probed.stderr
+    assert "[ok] GPGPU-Sim at /opt/gpgpu-sim: " in probed.stdout and " of 48 forms correct" in probed.stdout
 
 
 def test_global_and_shared_pass_in_the_container_and_reuse_the_compile_cache(image, tmp_path):
