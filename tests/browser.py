@@ -14,7 +14,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 PROBE = """<script>
 window.addEventListener('load', function () {
   var page = document.documentElement, out = {width: window.innerWidth, scrollWidth: page.scrollWidth,
-                                              figures: 0, outside: [], legends: 0, hover: 0};
+                                              figures: 0, outside: [], overlaps: [],
+                                              legends: 0, hover: 0};
   document.querySelectorAll('svg.figure').forEach(function (svg) {
     out.figures += 1;
     var box = svg.getBoundingClientRect();
@@ -25,6 +26,20 @@ window.addEventListener('load', function () {
         out.outside.push((svg.getAttribute('aria-label') || '?') + ': ' + (e.textContent || '').slice(0, 60));
     });
     out.hover += svg.querySelectorAll('title').length;
+    var texts = Array.prototype.filter.call(svg.querySelectorAll('text'), function (e) {
+      return (e.textContent || '').trim() && e.getBoundingClientRect().width > 0;
+    });
+    for (var i = 0; i < texts.length; i++) {
+      var a = texts[i].getBoundingClientRect();
+      for (var j = i + 1; j < texts.length; j++) {
+        var b = texts[j].getBoundingClientRect();
+        var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && h > 2)  // glyph boxes include leading: a pixel or two of touching lines is not an overlap
+          out.overlaps.push((svg.getAttribute('aria-label') || '?') + ': ' + texts[i].textContent.slice(0, 40) +
+                            ' / ' + texts[j].textContent.slice(0, 40));
+      }
+    }
   });
   out.summaries = Array.prototype.map.call(document.querySelectorAll('table.summary'),
                                           function (t) { return t.getBoundingClientRect().right; });

@@ -146,3 +146,21 @@ def test_report_shows_the_correlation(tmp_path):
     scatter = tmp_path / "report" / "sim-vs-hardware-SM7_QV100-gpu_sim_cycle.svg"
     assert scatter in paths and scatter.read_text().startswith("<svg") and "Spearman" in scatter.read_text()
     assert (tmp_path / "report" / "sim-vs-hardware-SM7_QV100-L2_total_cache_accesses.svg") in paths
+
+
+@pytest.mark.chromium
+def test_the_simulator_vs_hardware_section_in_chromium(tmp_path):
+    from browser import measure
+
+    from simflow.analysis.report import write_report
+
+    with Store(tmp_path) as store:
+        for variant in ("global", "shared"):
+            store.add(sim_record(tmp_path, variant))
+            store.add(hw_record(variant))
+        runs = store.runs()
+    write_report(runs, tmp_path / "report", by=["variant"])
+    for width in (800, 1280, 1920):
+        seen = measure(tmp_path / "report" / "index.html", width)
+        assert seen["scrollWidth"] <= width and not seen["outside"] and not seen["overlaps"], (width, seen)
+        assert seen["figures"] >= 6  # the scatters with their y = x line among the report's figures

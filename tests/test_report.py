@@ -123,14 +123,27 @@ def test_a_multi_kernel_run_is_shown_kernel_by_kernel(tmp_path):
 
 
 def _page_checks(page: Path, name: str) -> dict:
+    for width in (800, 1920):  # a narrow and a wide window: still no sideways scroll, nothing outside or overlapping
+        seen = measure(page, width)
+        assert seen["scrollWidth"] <= width and not seen["outside"] and not seen["overlaps"], (width, seen)
     seen = measure(page, 1280)
     assert seen["width"] == 1280 and seen["scrollWidth"] <= 1280, seen  # no sideways scroll at 1280 px
     assert seen["figures"] > 0 and not seen["outside"], seen["outside"]  # labels and legends inside their figure
+    assert not seen["overlaps"], seen["overlaps"]  # no tick, label or legend entry drawn over another
     assert seen["hover"] >= seen["figures"]  # every figure has hover values
     ARTIFACTS.mkdir(exist_ok=True)
     shot = screenshot(page, ARTIFACTS / f"{name}.png")
     assert shot.stat().st_size > 20_000
     return seen
+
+
+@pytest.mark.chromium
+def test_the_page_probe_sees_one_label_drawn_over_another(tmp_path):
+    page = tmp_path / "two.html"
+    page.write_text('<html><body><svg class="figure" aria-label="t" width="300" height="100">'
+                    '<text x="10" y="20">IPC panel label</text><text x="30" y="22">legend entry</text>'
+                    '<text x="10" y="60">apart</text></svg></body></html>')
+    assert measure(page, 800)["overlaps"] == ["t: IPC panel label / legend entry"]
 
 
 @pytest.mark.chromium
@@ -183,6 +196,7 @@ def test_the_summary_comes_first_and_fits_1280_px_with_contents_that_lead_somewh
     for width in (800, 1280, 1920):
         seen = measure(page, width)
         assert seen["scrollWidth"] <= width and not seen["outside"], (width, seen["outside"])
+        assert not seen["overlaps"], (width, seen["overlaps"])  # no label, tick or legend entry over another
         assert seen["links"] >= 3 and seen["anchors"] == seen["links"]  # every contents entry has its section
         if width >= 1280:
             assert max(seen["summaries"]) <= width  # the whole summary in view, no scrolling

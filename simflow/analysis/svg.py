@@ -176,6 +176,7 @@ def timeline(series: list[tuple[str, list[dict]]], panels: list[tuple[str, str, 
     if shade:  # the shade's legend entry is grey, not a series colour
         legend[-1] = legend[-1].replace(f'fill="{COLORS[len(names) % len(COLORS)]}"', 'fill="#ccc"')
     body += legend
+    top += 14  # the first panel's label stands on its own line above it, clear of the legend's last row
     left, right, height, gap = 70.0, 20.0, 130.0, 26.0
     plot = width - left - right
     end = max((float(r["cycle_end"]) for _, rows in series for r in rows), default=1.0) or 1.0
@@ -226,9 +227,12 @@ def scatter(points: list[tuple[str, float, float]], *, title: str, x_axis: str, 
     """Labelled points on log axes with the y = x diagonal; zeros sit on the axes' lower edge."""
     positive = [v for _, x, y in points for v in (x, y) if v > 0]
     low, high = (min(positive) / 1.5, max(positive) * 1.5) if positive else (1.0, 10.0)
-    left, top_pad = 60.0, 0.0
-    body, top = _head(title, size + left + 20)
-    top += top_pad
+    ticks = [number(low), number(high)]
+    label = CHAR * 10 / 12 * max(map(len, ticks))  # the widest tick label, in the ticks' 10 px text
+    left = max(60.0, label + 24)  # room for the y ticks and the rotated axis title beside them
+    right = max(20.0, label / 2 + 6)  # the last x tick is centred on the plot's right edge
+    width = size + left + right
+    body, top = _head(title, width)
     span = math.log10(high) - math.log10(low) or 1.0
 
     def at(value: float) -> float:
@@ -248,4 +252,4 @@ def scatter(points: list[tuple[str, float, float]], *, title: str, x_axis: str, 
     body.append(f'<text x="{left + size / 2:.0f}" y="{top + size + 30}" text-anchor="middle" font-size="11">'
                 f'{_esc(x_axis)} (log)</text><text x="12" y="{top + size / 2:.0f}" font-size="11" '
                 f'transform="rotate(-90 12 {top + size / 2:.0f})" text-anchor="middle">{_esc(y_axis)} (log)</text>')
-    return _svg(size + left + 20, top + size + 40, body, title)
+    return _svg(width, top + size + 40, body, title)
