@@ -43,3 +43,21 @@ def test_a_hint_names_a_command_and_options_it_has(where, command, options):
     assert command in COMMANDS, f"{where}: no command {command!r}"
     missing = [o for o in options if o not in _options(command)]
     assert not missing, f"{where}: simflow {command} has no {', '.join(missing)}"
+
+
+# options of the tools simflow runs (docker/podman, ncu, nvidia-smi, nvcc, timeout, debootstrap), not its own
+TOOLS = {"--build-arg", "--env", "--filter", "--init", "--pull", "--rm", "--ulimit", "--user", "--volume", "--workdir",
+         "--clock-control", "--kernel-name", "--launch-count", "--page", "--print-units", "--query-metrics",
+         "--query-gpu", "--cudart", "--kill-after", "--variant"}
+
+
+def test_a_bare_option_a_message_names_is_one_simflow_or_its_tools_take():
+    """'--all-statuses shows them': an option named without its command must still be one some command takes."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices.values()
+    known = {s for sub in [parser, *commands] for action in sub._actions for s in action.option_strings}
+    unknown = sorted({f"{path.relative_to(SOURCE.parent)}: {option}"
+                      for path in [*SOURCE.rglob("*.py"), *SOURCE.rglob("*.html")]
+                      for option in re.findall(r"(?<![\w{/=.-])(--[a-z][a-z0-9-]*)", path.read_text())
+                      if option not in known | TOOLS})
+    assert not unknown, unknown
