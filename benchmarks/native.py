@@ -144,7 +144,21 @@ def measure_ceilings(gpu: GpuBackend) -> dict[str, float]:
         return flops_per_thread * blocks * threads / (ms * 1e-3) / 1e12
 
     warps_mma = 4 * 2 * 16 * 16 * 16 / 32  # per thread: 4 mma of 2*16*16*16 FLOPs per warp per iteration
+    # The launch floor: an empty kernel of one full wave (every SM full of 256-thread blocks), timed as the runs
+    # are (CUDA events, each launch queued behind a hold kernel): no layer's kernel can take less.
+    empty = SourceModule('extern "C" __global__ void empty() {}', no_extern_c=True,
+                         arch=gpu.limits.arch).get_function("empty")
+    hold, wave = gpu._hold(), gpu.limits.sm_count * (gpu.limits.max_threads_per_sm // threads)
+    start, end, launches = drv.Event(), drv.Event(), []
+    for _ in range(53):
+        hold(np.uint64(1000 * HOLD_US), block=(1, 1, 1), grid=(1, 1, 1))
+        start.record()
+        empty(block=(threads, 1, 1), grid=(wave, 1))
+        end.record()
+        end.synchronize()
+        launches.append(start.time_till(end))
     ceilings = {
+        "launch_ms": statistics.median(launches[3:]),
         "copy_GBps": bandwidth / 1e9,
         "float32": rate(FMA_KERNEL, "fma_peak", 2 * 8 * 16 * iters),
         "float16": rate(HFMA2_KERNEL, "hfma2_peak", 2 * 2 * 8 * 16 * iters),
@@ -205,14 +219,25 @@ def unit_ceilings(gpu: GpuBackend) -> dict[str, float]:
     print(f"device: {env['gpu']} (cc {env['compute_capability']}, driver CUDA {env['cuda_driver']}); "
           f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['float32']:.1f}, "
           f"half2 FMA {ceilings['float16']:.1f}, WMMA fp16 {ceilings['tensor_float16']:.1f}, "
-          f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s", flush=True)
+          f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s; launch floor (empty one-wave kernel) "
+          f"{1e3 * ceilings['launch_ms']:.1f} us", flush=True)
     return ceilings
+
+
+def floor_by(problem, ceilings: dict, unit: str, io: str = "float32") -> str:
+    """Which of floor()'s three terms sets it: compute, copy or launch."""
+    terms = {"launch": ceilings.get("launch_ms", 0.0),
+             "copy": 1e3 * problem.min_bytes(io) / (ceilings["copy_GBps"] * 1e9),
+             "compute": 1e3 * problem.flops / (ceilings[unit] * 1e12)}
+    return max(terms, key=terms.get)
 
 
 def floor(problem, ceilings: dict, unit: str, io: str = "float32") -> float:
     """ms at the unit's measured rate, or at the copy rate over the tensors' bytes (half ones with io=float16 and
-    for cuDNN fp16, which takes and gives half tensors), whichever is longer."""
-    return 1e3 * max(problem.min_bytes(io) / (ceilings["copy_GBps"] * 1e9), problem.flops / (ceilings[unit] * 1e12))
+    for cuDNN fp16, which takes and gives half tensors), or the launch floor (an empty one-wave kernel), whichever
+    is longest."""
+    copy, compute = problem.min_bytes(io) / (ceilings["copy_GBps"] * 1e9), problem.flops / (ceilings[unit] * 1e12)
+    return max(ceilings.get("launch_ms", 0.0), 1e3 * max(copy, compute))
 
 
 PIPELINE = ("h2d_ms", "d2h_ms", "pipeline_serial_ms", "pipeline_ms", "pipeline_speedup")

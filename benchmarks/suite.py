@@ -6,9 +6,10 @@ run and checked elementwise against the float64 reference on the GPU (a wrong re
 the fastest passing one is the layer's simflow time, and PyTorch's conv2d (cuDNN, benchmark mode)
 is timed on the same shape, stride and padding. The ratio is simflow / cuDNN (above 1: slower);
 the last lines give each precision's geometric mean and worst layer. Each layer's floor (ms) is the
-longer of its FLOPs at its unit's ceiling (fp32 FMA, TF32 or fp16 tensor cores) and its tensors' bytes
-(half ones in fp16) at the copy rate, both measured at the start of the run; the table gives the share
-of it simflow's and cuDNN's times reach. The configurations are fixed (each won a layer); --tuned adds
+longest of its FLOPs at its unit's ceiling (fp32 FMA, TF32 or fp16 tensor cores), its tensors' bytes
+(half ones in fp16) at the copy rate, and the launch floor (an empty kernel of one full wave), all measured
+at the start of the run; the table gives the share of it simflow's and cuDNN's times reach, and which of
+the three sets it ("floor by"). The configurations are fixed (each won a layer); --tuned adds
 what 'simflow tune' found best for each layer.
 
     python benchmarks/suite.py [--suite resnet50] [--layers N | --only NAME,...] [--repeats 20] [--csv FILE]
@@ -29,14 +30,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from native import floor, time_cudnn, unit_ceilings  # noqa: E402
+from native import floor, floor_by, time_cudnn, unit_ceilings  # noqa: E402
 
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
 from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
-from simflow.run.tune import ADMITS, STARTS, best_config  # noqa: E402
+from simflow.run.tune import best_config  # noqa: E402
+from simflow.run.tune_starts import ADMITS, STARTS  # noqa: E402
 
 UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
 
@@ -131,8 +133,10 @@ def main() -> int:
             row[f"{precision} ms"] = round(best[1], 4) if best else math.nan
             row[f"{precision} cuDNN ms"] = round(cudnn, 4) if cudnn else math.nan
             row[f"{precision} ratio"] = round(best[1] / cudnn, 3) if best and cudnn else math.nan
-            at = floor(problem, ceilings, UNITS[precision], "float16" if precision == "float16" else "float32")
+            io = "float16" if precision == "float16" else "float32"
+            at = floor(problem, ceilings, UNITS[precision], io)
             row[f"{precision} floor ms"] = round(at, 4)
+            row[f"{precision} floor by"] = floor_by(problem, ceilings, UNITS[precision], io)
             row[f"{precision} % floor"] = round(100 * at / best[1], 1) if best else math.nan
             row[f"{precision} cuDNN % floor"] = round(100 * at / cudnn, 1) if cudnn else math.nan
         rows.append(row)

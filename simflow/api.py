@@ -516,12 +516,16 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
             raise UserError(f"cannot read measurements from {measured}: {exc}") from None
         reused = True
     else:
-        from .calibrate.measure import identity, measure
+        from .calibrate.measure import VERSION, identity, measure
         from .results.folders import write_text
 
         cached = cache_dir() / "calibrate" / (config_name(identity()) + ".json")
-        if cached.is_file() and not again:
-            figures, reused = json.loads(cached.read_text()), True
+        try:
+            figures = json.loads(cached.read_text()) if cached.is_file() and not again else {}
+        except ValueError:  # a cache cut short: measure anew
+            figures = {}
+        if figures.get("version") == VERSION:  # figures an older simflow measured lack what this one uses
+            reused = True
         else:
             figures = measure(progress)
             cached.parent.mkdir(parents=True, exist_ok=True)

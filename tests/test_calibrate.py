@@ -29,7 +29,7 @@ def test_every_option_says_where_its_value_comes_from():
     for i, line in enumerate(lines):
         if " = " in line and not line.startswith(("#", "base", "description")):
             assert lines[i - 1].split(":")[0] in ("# measured", "# derived", "# set"), line
-    assert "Kept from SM7_QV100, not measured" in text and "kernel launch latency" in text
+    assert "Kept from SM7_QV100, not measured" in text and "CTA launch latency" in text
 
 
 def test_the_h200_overlay_values_follow_from_the_figures():
@@ -81,8 +81,22 @@ def test_live_calibrate_measures_this_gpu(tmp_path):
     m = json.loads((tmp_path / "here.measured.json").read_text())
     assert m["l1_latency_cycles"] < m["l2_latency_cycles"] < m["dram_latency_cycles"]
     assert 0.8 < m["clock_mhz"] / m["clock_mhz_attribute"] < 1.2 and m["l1_bytes"] > 0
+    assert 0.5 < m["launch_us"] < m["wave_launch_us"] < 50  # a launch costs microseconds, a full wave more
     again = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
     assert "cached measurements" in again.stdout
+    cached = next((tmp_path / "cache" / "calibrate").glob("*.json"))
+    cached.write_text(json.dumps({**m, "version": 1}))  # what an older simflow measured: measured anew
+    third = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
+    assert third.returncode == 0 and "measured in" in third.stdout
+
+
+def test_a_measured_launch_sets_the_kernel_launch_latency_and_none_keeps_the_base():
+    by = {s.option: s for s in settings({**MEASURED, "launch_us": 2.5})}
+    assert by["gpgpu_kernel_launch_latency"].value == round(2.5 * MEASURED["clock_mhz"])
+    assert by["gpgpu_kernel_launch_latency"].source == "derived"
+    old = {k: v for k, v in MEASURED.items() if k not in ("launch_us", "wave_launch_us")}
+    assert "gpgpu_kernel_launch_latency" not in {s.option for s in settings(old)}
+    assert "the kernel launch latency where the measurements have no launch_us" in overlay_text("H200", old)
 
 
 def test_an_overlay_written_back_keeps_options_toml_must_quote():

@@ -97,3 +97,18 @@ def test_time_is_compared_only_on_a_config_that_models_the_gpu_measured(tmp_path
     assert found.points["time_error_%"].isna().all() and found.layers["same_order_%"].iloc[0] == 100
     assert models_gpu("H200", "NVIDIA H200") and models_gpu("gpgpusim_configs/H200.toml", "NVIDIA H200")
     assert not models_gpu("SM7_QV100", "NVIDIA H200") and not models_gpu("H20", "NVIDIA H200")
+
+
+def test_one_config_name_with_two_sets_of_options_is_two_configs(tmp_path):
+    """H200 calibrated again: runs made before (old options) are not set beside runs made after as one config."""
+    with Store(tmp_path) as store:
+        for variant, key in (("global", "old0000000"), ("shared", "new1111111")):
+            sim = sim_record(tmp_path, variant)
+            store.add(dataclasses.replace(sim, job=dataclasses.replace(sim.job, config_name="H200", config_key=key)))
+            store.add(hw_record(variant))
+        runs = store.runs()
+    _, pairs = both_ways(runs)
+    assert sorted(key[0] for key in pairs) == ["H200 (options new11111)", "H200 (options old00000)"]
+    assert models_gpu("H200 (options new11111)", "NVIDIA H200")
+    table, _ = correlate(runs, ["gpu_sim_cycle"])
+    assert list(table["n"]) == [1, 1]  # one job a config, never two configs' jobs correlated as one

@@ -45,16 +45,23 @@ def _pair():
 def both_ways(runs: list[StoredRun]):
     """(the measuring backend class, {(config, variant, parameters, problem): {backend: its newest passed run}})
     for the jobs run both on the model, under a simulator config, and on what measures it; a job simulated under
-    two configs is two entries, each with the same hardware run."""
+    two configs is two entries, each with the same hardware run. A config name whose options changed between
+    runs (a config calibrated again) is one config per set of options, named with its key: 'H200 (options
+    1a2b3c4d)'; runs of one name and different options are never set side by side as one config."""
     pair = _pair()
     model, measured = (pair.measures, pair.name) if pair else ("", "")
     sims: dict[tuple, StoredRun] = {}
     hws: dict[tuple, StoredRun] = {}
+    keys: dict[str, set[str]] = {}
+    for run in runs:
+        if run.backend == model:
+            keys.setdefault(run.config, set()).add(run.config_key)
     for run in sorted(runs, key=lambda r: r.created):
         if run.backend in (model, measured) and run.status == "passed" and problem_key(run.problem) is not None:
             job = (run.variant, json.dumps(run.params, sort_keys=True), problem_key(run.problem))
             if run.backend == model:
-                sims[(run.config, *job)] = run
+                label = run.config if len(keys[run.config]) == 1 else f"{run.config} (options {run.config_key[:8]})"
+                sims[(label, *job)] = run
             else:
                 hws[job] = run
     return pair, {key: {model: sim, measured: hws[key[1:]]} for key, sim in sorted(sims.items())
@@ -199,7 +206,7 @@ def simulated_mhz(run: StoredRun, root: Path | None = None) -> float:
 def models_gpu(config: str, gpu: str) -> bool:
     """Whether a simulator config models the GPU a run measured: its name is a word of the GPU's ('H200' of
     'NVIDIA H200', as `simflow calibrate` names it). Only then is simulated time set against measured time."""
-    name = Path(config).stem.lower()
+    name = Path(config.split(" (options ")[0]).stem.lower()
     return bool(name) and name in re.split(r"[^a-z0-9_]+", gpu.lower())
 
 

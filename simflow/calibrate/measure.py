@@ -19,6 +19,9 @@ from ..resources import cache_dir, templates_dir
 
 LINE = 128  # bytes between a chain's successive entries: one cache line each
 REPEATS = 5
+VERSION = 2  # of the figures measure() gives: a cached set of another version is measured anew
+LAUNCH_REPEATS = 50  # an empty kernel's time is a few microseconds: more repeats for a steady median
+HOLD_US = 200  # the spin each timed launch waits behind, longer than the host takes to enqueue it
 L1_FOOTPRINTS_KB = (16, 32, 64, 96, 128, 160, 192, 208, 224, 240, 256, 320)
 
 
@@ -69,7 +72,8 @@ def measure(progress: Callable[[str], None] | None = None) -> dict:
                         output=str(exc)) from None
     rng = np.random.default_rng(0)
     out: dict = {
-        "gpu": dev.name(), "compute_capability": f"{major}.{minor}", "driver": drv.get_driver_version(),
+        "version": VERSION, "gpu": dev.name(), "compute_capability": f"{major}.{minor}",
+        "driver": drv.get_driver_version(),
         "sms": dev.get_attribute(attr.MULTIPROCESSOR_COUNT),
         "clock_mhz_attribute": dev.get_attribute(attr.CLOCK_RATE) / 1000,
         "memory_clock_mhz_attribute": dev.get_attribute(attr.MEMORY_CLOCK_RATE) / 1000,
@@ -102,6 +106,27 @@ def measure(progress: Callable[[str], None] | None = None) -> dict:
     ticks = drv.mem_alloc(8)
     ms = timed(lambda: spin(np.int64(cycles), ticks, block=(1, 1, 1), grid=(1, 1)))
     out["clock_mhz"] = cycles / (ms * 1e3)
+
+    say("kernel launch")
+    empty, hold = module.get_function("cal_empty"), np.int64(HOLD_US * out["clock_mhz"])
+
+    def launch_us(blocks: int, threads: int) -> float:
+        """Microseconds of an empty kernel between two events, the launch queued behind a spin (as simflow's GPU
+        runs are timed, so the host's enqueue is not in it): the GPU's own cost of a launch and its blocks."""
+        empty(block=(threads, 1, 1), grid=(blocks, 1))
+        times = []
+        for _ in range(LAUNCH_REPEATS):
+            spin(hold, ticks, block=(1, 1, 1), grid=(1, 1))
+            start.record()
+            empty(block=(threads, 1, 1), grid=(blocks, 1))
+            stop.record()
+            stop.synchronize()
+            times.append(1e3 * stop.time_since(start))
+        return statistics.median(times)
+
+    out["launch_us"] = launch_us(1, 32)
+    wave = out["sms"] * min(out["blocks_per_sm"], out["threads_per_sm"] // 256)
+    out["wave_launch_us"] = launch_us(wave, 256)  # every SM full of 256-thread blocks that do nothing
 
     def chase(name: str, chain: np.ndarray, steps: int, shared: int = 0, fresh: int = 0) -> float:
         """Cycles a step. fresh: the chain's entry spacing (in indices) when each repeat must meet entries no

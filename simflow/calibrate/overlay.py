@@ -24,7 +24,7 @@ BASE = "SM7_QV100"
 N_MEM, SUB_PARTITIONS = 32, 2  # 64 L2 slices: the most IPOLY hashing (memory_partition_indexing 2) takes
 L2_SETS, L2_LINE = 64, 128  # sets a slice: the L2's IPOLY set index takes 16, 32 or 64
 DRAM_BUS_BYTES, DRAM_DATA_RATE = 16, 2  # a channel's bus and the data-command ratio (HBM: double data rate)
-KEPT = ("the kernel launch latency (gpgpu_kernel_launch_latency) and CTA launch latency",
+KEPT = ("the CTA launch latency, and the kernel launch latency where the measurements have no launch_us",
         "the pipelines, functional units and PTX opcode latencies (the simulator runs compute_70 PTX, not SASS)",
         "the interconnect, and the DRAM timing in DRAM cycles (so shorter in time at the derived DRAM clock)",
         "the L1 and L2 replacement and write policies, MSHRs and banks; the instruction and constant caches")
@@ -52,7 +52,11 @@ def settings(m: dict) -> list[Setting]:
     carveouts = sorted({0, 8, 16, 32, 64, *range(96, shared_kb, 32), shared_kb})
     l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
     issue = m["warp_fma_issue_per_sm_per_cycle"]
+    launch = [Setting("gpgpu_kernel_launch_latency", round(m["launch_us"] * clock), "derived",
+                      f"an empty one-block kernel's {m['launch_us']:.2f} us (CUDA events, queued behind a spin as "
+                      f"simflow times a run) in SM cycles")] if "launch_us" in m else []
     return [
+        *launch,
         Setting("gpgpu_n_clusters", sms, "measured", "SMs (device attribute)"),
         Setting("gpgpu_n_cores_per_cluster", 1, "set", "one SM a cluster, as the base"),
         Setting("gpgpu_clock_domains", f"{_mhz(clock)}:{_mhz(clock)}:{_mhz(clock)}:{_mhz(dram_mhz)}", "derived",
