@@ -565,16 +565,15 @@ def check(problem: str | Problem = DEFAULT_PROBLEM, *, seed: int = 0, repeats: i
 
 def use_stats(*files: str | Path) -> None:
     """Add user-defined stats (TOML files, see `simflow parse --catalogue`) for this process and the workers and
-    containers it starts: SIMFLOW_STATS's files, then these, go into the catalogue and back into SIMFLOW_STATS."""
-    import os
+    containers it starts: SIMFLOW_STATS's files, then these, go into the catalogue and the settings workers get."""
+    from . import settings
+    from .sim.catalogue import load_user_stats
 
-    from .sim.catalogue import USER_STATS_ENV, load_user_stats
-
-    known = [f for f in os.environ.get(USER_STATS_ENV, "").split(os.pathsep) if f]
+    known = list(settings.current().stats)
     every = known + [str(f) for f in files if str(f) not in known]
     if every:
         load_user_stats(every)
-        os.environ[USER_STATS_ENV] = os.pathsep.join(str(Path(f).resolve()) for f in every)
+        settings.with_(stats=tuple(str(Path(f).resolve()) for f in every))
 
 
 def use_variants(*folders: str | Path) -> None:

@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 
-from . import __version__
+from . import __version__, settings
 from .commands import COMMANDS
 from .errors import MissingTool, ToolError, UserError
 
@@ -123,15 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     from .run.orphans import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
-    from . import tables
-
-    tables.TO_FILE = getattr(args, "output", None) not in (None, "-") and getattr(args, "command", "") != "report"
+    to_file = getattr(args, "output", None) not in (None, "-") and getattr(args, "command", "") != "report"
+    settings.with_(to_file=to_file, results=getattr(args, "results", None) or settings.current().results)
     sigterm_as_ctrl_c()
     try:
         from . import api
 
         api.use_stats(*getattr(args, "stats", []))
-        if hasattr(args, "variants") or hasattr(args, "variant") or os.environ.get("SIMFLOW_VARIANTS"):
+        if hasattr(args, "variants") or hasattr(args, "variant") or settings.current().variants:
             from .kernels.variants import check_user_variants, use_variant_dirs  # the kernels load only here
 
             if args.variants if hasattr(args, "variants") else None:

@@ -6,7 +6,6 @@ source checkout (PYTHONPATH or an editable install) they are at the repository t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -33,12 +32,13 @@ def docker_dir() -> Path:
 
 def cache_dir() -> Path:
     """Compile cache; SIMFLOW_CACHE moves it."""
-    root = os.environ.get("SIMFLOW_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "simflow"
-    )
-    return Path(root)
+    from .settings import current
+
+    return current().cache_dir
 
 
 def results_dir() -> Path:
-    """Where runs are kept (run folders, later the results database); SIMFLOW_RESULTS moves it."""
-    return Path(os.environ.get("SIMFLOW_RESULTS") or "simflow-results")
+    """Where runs are kept (run folders, the results database); SIMFLOW_RESULTS or --results moves it."""
+    from .settings import current
+
+    return current().results_dir

@@ -6,7 +6,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import shutil
 import sys
 import textwrap
@@ -16,17 +15,17 @@ from .errors import UserError
 FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
-TO_FILE = False  # set by the command line when -o writes a table to a file: nothing fitted, nothing left out
 
 
 def width() -> int | None:
     """The columns a table must fit: $COLUMNS where set, else the terminal's; None (no limit) when the table goes
     to a file (-o, a pipe, a redirect), so what is saved keeps every column."""
-    if TO_FILE:
+    from .settings import current
+
+    if current().to_file:
         return None
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    if current().columns:
+        return current().columns
     return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 

@@ -314,11 +314,9 @@ MARK_ORDER = {"worse": 0, "better": 1, "changed": 2, "within bound": 3, "same": 
 
 def colour() -> bool:
     """ANSI colour on a terminal only: not into a pipe or file, not where NO_COLOR is set (no-color.org)."""
-    import os
+    from .settings import current
 
-    from . import tables
-
-    return sys.stdout.isatty() and not tables.TO_FILE and not os.environ.get("NO_COLOR")
+    return sys.stdout.isatty() and not current().to_file and not current().no_color
 
 
 def diff_text(frame, title: str, threshold: float) -> str:

@@ -58,3 +58,14 @@ def _cache_in_tmp(tmp_path_factory):
     if "SIMFLOW_RESULTS" not in os.environ:
         os.environ["SIMFLOW_RESULTS"] = str(tmp_path_factory.mktemp("simflow-results"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _settings_from_this_tests_environment():
+    """simflow reads its settings from the environment once a process: each test starts from its own
+    environment (what it set with monkeypatch before its first call), and leaves nothing to the next."""
+    from simflow import settings
+
+    settings.reset()
+    yield
+    settings.reset()

@@ -1,7 +1,6 @@
 """Every registered backend keeps the contract; adding one is a module and one registry line."""
 
 import json
-import os
 import sys
 
 import pytest
@@ -60,13 +59,13 @@ class EchoBackend(Backend):
 def echo(tmp_path, monkeypatch):
     (tmp_path / "echo_backend.py").write_text(ECHO)
     monkeypatch.syspath_prepend(str(tmp_path))
-    from simflow import backends
+    from simflow import settings
 
-    monkeypatch.setattr(backends, "_BACKENDS", dict(backends._BACKENDS))
-    monkeypatch.setenv("SIMFLOW_BACKENDS", "")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # sweep workers import the module too
+    before = settings.current()
     register("echo", "echo_backend:EchoBackend")  # the one line
     yield
+    settings.use(before)
     sys.modules.pop("echo_backend", None)
 
 
@@ -85,7 +84,7 @@ def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
         table = comparison(store.runs(), ["variant"], baseline="tile=8").tables
     echo_table = next(t for t in table if t.backend == "echo")
     assert "source_lines" in echo_table.frame and "speedup" in echo_table.frame
-    env = {"SIMFLOW_BACKENDS": os.environ["SIMFLOW_BACKENDS"], "SIMFLOW_RESULTS": str(tmp_path),
+    env = {"SIMFLOW_BACKENDS": "echo=echo_backend:EchoBackend", "SIMFLOW_RESULTS": str(tmp_path),
            "PYTHONPATH": str(tmp_path)}
     run = simflow("run", "global", "--backend", "echo", "--json", env=env)
     assert run.returncode == 0, run.stderr

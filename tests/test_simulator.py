@@ -7,6 +7,7 @@ import subprocess
 import pytest
 from fakes import fake_build
 
+from simflow import settings
 from simflow.errors import UserError
 from simflow.sim import simulator
 from simflow.sim.simulator import candidates, find_simulator, missing_libraries, read_config, simulator_at
@@ -48,9 +49,9 @@ def test_the_order_is_variable_then_project_then_user_config_then_usual_places(n
     work.mkdir(parents=True)
     (nowhere / "work" / "simflow.toml").write_text('simulator = "../project"\n')  # relative to the file
     monkeypatch.chdir(work)
-    monkeypatch.setenv("GPGPUSIM_ROOT", str(nowhere / "env"))
+    settings.with_(simulator=str(nowhere / "env"))  # GPGPUSIM_ROOT
     assert find_simulator().found_by == "GPGPUSIM_ROOT"
-    monkeypatch.delenv("GPGPUSIM_ROOT")
+    settings.with_(simulator="")
     sim = find_simulator()
     assert sim.root == (nowhere / "project").resolve() and sim.found_by.endswith("work/simflow.toml")
     (nowhere / "work" / "simflow.toml").unlink()

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, simflow
 from runs import sim_record
 
-from simflow import tables, terminal
+from simflow import settings, terminal
 from simflow.results.store import Store
 from simflow.tables import demangle, table
 
@@ -85,10 +85,9 @@ def test_diff_colours_only_on_a_terminal_and_never_with_no_color(stored, monkeyp
 
     frame = sf.diff("variant=global", "variant=shared", results=stored["SIMFLOW_RESULTS"])
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
-    monkeypatch.setattr(tables, "TO_FILE", False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
+    settings.use(settings.Settings())  # a terminal, not writing to a file, NO_COLOR not set
     assert "\x1b[31mworse\x1b[0m" in terminal.diff_text(frame, "t", 0.02)
-    monkeypatch.setenv("NO_COLOR", "1")
+    settings.use(settings.Settings.from_environment({"NO_COLOR": "1"}))
     assert "\x1b[" not in terminal.diff_text(frame, "t", 0.02)
 
 

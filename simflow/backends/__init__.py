@@ -9,51 +9,49 @@ class attributes) and one line here.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from ..settings import current, with_
 
 if TYPE_CHECKING:  # the registry names its classes; it imports none of them until asked
     from .base import Backend
 
-_BACKENDS = {
+_BUILT_IN = {
     "gpu": "simflow.backends.gpu:GpuBackend",
     "gpgpusim": "simflow.backends.gpgpusim:GpgpusimBackend",
     "gpu-ncu": "simflow.backends.ncu:NcuBackend",
 }
 
 
+def _registry() -> dict[str, str]:
+    """simflow's backends, then the ones registered (register, or SIMFLOW_BACKENDS 'name=module:Class;...')."""
+    return {**_BUILT_IN, **dict(current().backends)}
+
+
 def backend_class(name: str) -> type[Backend]:
-    if name not in _BACKENDS:
-        raise UserError(f"unknown backend {name!r}; valid backends: {', '.join(_BACKENDS)}")
-    module, cls = _BACKENDS[name].split(":")
+    registry = _registry()
+    if name not in registry:
+        raise UserError(f"unknown backend {name!r}; valid backends: {', '.join(registry)}")
+    module, cls = registry[name].split(":")
     return getattr(importlib.import_module(module), cls)
 
 
 def known_backend(name: str) -> type[Backend] | None:
     """The class of a backend named in a stored record, or None where this simflow does not know it (a record
     made with a backend registered elsewhere): its facts are then unknown, never an error."""
-    return backend_class(name) if name in _BACKENDS else None
+    return backend_class(name) if name in _registry() else None
 
 
 def backend_names() -> list[str]:
-    return list(_BACKENDS)
+    return list(_registry())
 
 
 def register(name: str, target: str) -> None:
-    """Add a backend ('module:Class') to the registry, in this process and the workers it starts
-    (through SIMFLOW_BACKENDS, 'name=module:Class;...', read when this module is imported)."""
-    _BACKENDS[name] = target
-    entries = [e for e in os.environ.get(ENV, "").split(";") if e and not e.startswith(f"{name}=")]
-    os.environ[ENV] = ";".join([*entries, f"{name}={target}"])
-
-
-ENV = "SIMFLOW_BACKENDS"
-for _entry in filter(None, os.environ.get(ENV, "").split(";")):
-    _name, _, _target = _entry.partition("=")
-    if _name and ":" in _target:
-        _BACKENDS[_name.strip()] = _target.strip()
+    """Add a backend ('module:Class') to the registry, in this process and the workers it starts (they get
+    this process's settings)."""
+    kept = tuple((n, t) for n, t in current().backends if n != name)
+    with_(backends=(*kept, (name, target)))
 
 
 __all__ = ["backend_class", "backend_names", "known_backend", "register"]

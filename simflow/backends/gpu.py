@@ -19,6 +19,7 @@ from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theore
 from ..kernels.reference import Check, check_output, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
+from ..settings import current
 from .base import Availability, Backend, Finding, Job, RunResult
 
 try:
@@ -72,7 +73,7 @@ _PRIMARY: list = []
 def _primary_context():
     """The device's primary context, made current once per process and shared by every backend."""
     if not _PRIMARY:
-        device = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
+        device = drv.Device(current().cuda_device)
         context = device.retain_primary_context()
         context.push()
         atexit.register(context.pop)
@@ -106,7 +107,7 @@ class GpuBackend(Backend):
         reason = _no_gpu_reason()
         if reason:
             return Availability(False, reason, PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU")
-        dev = drv.Device(int(os.environ.get("CUDA_DEVICE", "0")))
+        dev = drv.Device(current().cuda_device)
         major, minor = dev.compute_capability()
         return Availability(True, f"{dev.name()} (sm_{major}{minor}), PyCUDA {pycuda.VERSION_TEXT}")
 

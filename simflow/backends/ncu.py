@@ -15,7 +15,6 @@ import csv
 import functools
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from ..errors import MissingTool, UserError
 from ..job import Job
 from ..kernels.variants import Kernel, show_value
+from ..settings import current
 from ..sim.catalogue import stat_of
 from .base import Availability, Backend, Finding, RunResult
 
@@ -226,7 +226,7 @@ def evidence(metrics: dict[str, float]) -> list[tuple[str, str, float, str, str]
 
 
 def find_ncu() -> Path:
-    for candidate in (os.environ.get("SIMFLOW_NCU"), shutil.which("ncu"), NCU_DEFAULT):
+    for candidate in (current().ncu, shutil.which("ncu"), NCU_DEFAULT):
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     raise MissingTool(f"ncu not found (looked at SIMFLOW_NCU, PATH, /usr/local/cuda/bin/ncu); {NCU_HELP}")

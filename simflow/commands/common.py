@@ -132,9 +132,10 @@ def _stats_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _results(args) -> Path:
+    """The results folder: --results, else SIMFLOW_RESULTS, else ./simflow-results (put in the settings by main)."""
     from ..resources import results_dir
 
-    return Path(args.results) if getattr(args, "results", None) else results_dir()
+    return results_dir()
 
 
 def _say(text: str) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import ToolError, UserError
 from ..resources import cache_dir
+from ..settings import child_environment, current
 
 CUDA11_HELP = (
     "GPGPU-Sim needs a CUDA 11.x toolkit. On Debian 12: add 'contrib non-free' to the Components: "
@@ -76,7 +77,7 @@ class Toolkit:
 
     def env(self) -> dict[str, str]:
         """PATH with this toolkit's folders first, so nvcc cannot pick up another toolkit's helpers."""
-        env = dict(os.environ)
+        env = child_environment()
         env["PATH"] = os.pathsep.join([*map(str, self.helper_dirs()), env.get("PATH", "")])
         return env
 
@@ -92,9 +93,8 @@ def _version_of(nvcc: Path) -> tuple[int, int] | None:
 
 def _candidates() -> list[Path]:
     paths = []
-    for var in ("SIMFLOW_CUDA11", "CUDA_INSTALL_PATH", "CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            paths.append(Path(os.environ[var]) / "bin" / "nvcc")
+    for folder in current().toolkits:  # SIMFLOW_CUDA11, CUDA_INSTALL_PATH, CUDA_HOME, CUDA_PATH, in that order
+        paths.append(Path(folder) / "bin" / "nvcc")
     found = shutil.which("nvcc")
     if found:
         paths.append(Path(found))

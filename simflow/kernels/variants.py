@@ -4,11 +4,10 @@ NAME.cu.j2 + NAME.toml), by name. `get_variant` and `render` are how the rest of
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 
-from .. import resources
+from .. import resources, settings
 from ..errors import UserError
 from .families import (
     FusedPoolVariant,
@@ -60,7 +59,7 @@ VARIANTS_ENV = "SIMFLOW_VARIANTS"  # folders of a user's variants (NAME.cu.j2 + 
 
 def variant_dirs() -> list[Path]:
     """Where variants come from: the user's folders (SIMFLOW_VARIANTS, --variants), then simflow's own."""
-    users = [Path(p) for p in os.environ.get(VARIANTS_ENV, "").split(os.pathsep) if p]
+    users = [Path(p) for p in settings.current().variants]
     return [*users, resources.templates_dir()]
 
 
@@ -96,8 +95,8 @@ def load_variants(folders: list[Path]) -> dict[str, Variant]:
 
 def use_variant_dirs(folders: list[str]) -> None:
     """Add folders of a user's variants for this process and the ones it starts (sweep workers)."""
-    known = [p for p in os.environ.get(VARIANTS_ENV, "").split(os.pathsep) if p]
-    os.environ[VARIANTS_ENV] = os.pathsep.join([*(str(Path(f).resolve()) for f in folders), *known])
+    known = settings.current().variants
+    settings.with_(variants=tuple(dict.fromkeys([*(str(Path(f).resolve()) for f in folders), *known])))
     reload_variants()
 
 

@@ -16,6 +16,7 @@ from ..backends import backend_class
 from ..job import Job
 from ..results.folders import keep_result, new_run_folder
 from ..results.record import RunResult
+from ..settings import Settings, current, use
 
 
 def run_job(job: Job, results: Path, watch=None) -> RunResult:
@@ -61,8 +62,25 @@ class JobOutcome:
     extra: dict = field(default_factory=dict)
 
 
-def run_job_safely(job: Job, results: str) -> JobOutcome:
-    """For executors: never raises, so one bad job cannot stop a sweep."""
+def take_settings(handed: Settings) -> None:
+    """In a worker process: the settings its parent handed over, with what they load (the user's stats and
+    variants; registered backends are read from them when asked for)."""
+    use(handed)
+    if handed.stats:
+        from ..sim.catalogue import load_user_stats
+
+        load_user_stats(list(handed.stats))
+    if handed.variants:
+        from ..kernels.variants import reload_variants
+
+        reload_variants()
+
+
+def run_job_safely(job: Job, results: str, handed: Settings | None = None) -> JobOutcome:
+    """For executors: never raises, so one bad job cannot stop a sweep. `handed`: the sweep's settings, for a
+    worker that did not start with them (a Dask worker)."""
+    if handed is not None and handed != current():
+        take_settings(handed)
     try:
         return JobOutcome(job, run_job(job, Path(results)))
     except Exception as exc:  # noqa: BLE001 (reported per job, with its type)

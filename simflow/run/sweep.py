@@ -26,10 +26,11 @@ from ..job import Job
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
+from ..settings import Settings, current
 from ..sim.estimate import METHOD, estimate_launches, estimate_result
 from ..sim.sampling import SampleSpec, by_launch, completed, fixed, launch_parts, plan_samples, probe_job, sample_jobs
 from ..tables import duration
-from .jobs import JobOutcome, run_job_safely
+from .jobs import JobOutcome, run_job_safely, take_settings
 from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .sweep_file import Sweep
 
@@ -250,8 +251,8 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     lanes = []  # (pool, its jobs still to submit, how many run at once)
     for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
         if jobs:
-            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup),
-                          iter(jobs), width))
+            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup,
+                                              initargs=(current(),)), iter(jobs), width))
     pending: dict = {}  # future -> (pool, its remaining jobs)
     try:
         for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true
@@ -297,8 +298,10 @@ def _quiet_resource_tracker() -> None:
         sys.warnoptions.append(option)
 
 
-def _worker_setup() -> None:
-    """A sweep worker dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept as interrupted)."""
+def _worker_setup(handed: Settings) -> None:
+    """A sweep worker has the sweep's settings, dies with the sweep, and takes SIGTERM as Ctrl-C (its run is kept
+    as interrupted)."""
+    take_settings(handed)
     die_with_parent()
     sigterm_as_ctrl_c()
     exit_when_orphaned()
@@ -342,7 +345,8 @@ def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, e
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = [client.submit(run_job_safely, job, str(results), pure=False) for job in todo]
+        handed = current()  # each worker takes the sweep's settings before its job
+        futures = [client.submit(run_job_safely, job, str(results), handed, pure=False) for job in todo]
         progress.running = min(len(futures), workers)
         progress.show()
         for finished, future in enumerate(as_completed(futures), 1):

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..resources import cache_dir
 from ..run import orphans
+from ..settings import current
 
 ENGINES = ("docker", "podman")
 OWNER_LABEL = "simflow.owner"  # host:pid:start time of the simflow process that started the container
@@ -31,7 +32,7 @@ IMAGE_HELP = ("build it around your GPGPU-Sim build with 'simflow image build --
 
 def engine(name: str | None = None) -> str:
     """The container engine's command: NAME, $SIMFLOW_ENGINE, else docker if on PATH, else podman."""
-    chosen = name or os.environ.get("SIMFLOW_ENGINE") or next((e for e in ENGINES if shutil.which(e)), "docker")
+    chosen = name or current().engine or next((e for e in ENGINES if shutil.which(e)), "docker")
     if chosen not in ENGINES:
         raise UserError(f"unknown container engine {chosen!r}; valid engines: {', '.join(ENGINES)}")
     if shutil.which(chosen) is None:
@@ -57,7 +58,7 @@ def engine_options() -> list[str]:
     """Extra options for the engine's run command, from SIMFLOW_ENGINE_OPTIONS (split as a shell would)."""
     import shlex
 
-    return shlex.split(os.environ.get("SIMFLOW_ENGINE_OPTIONS", ""))
+    return shlex.split(current().engine_options)
 
 
 def check_image(image: str, engine_cmd: str) -> None:

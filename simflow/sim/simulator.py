@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MissingTool, UserError
+from ..settings import child_environment, current
 
 SIMULATOR_HELP = (
     "build GPGPU-Sim by its own README (github.com/accel-sim/gpgpu-sim_distribution, the fork Accel-Sim uses, or "
@@ -75,8 +76,7 @@ class Simulator:
 
 
 def user_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return Path(base) / "simflow" / "config.toml"
+    return current().user_config
 
 
 def project_config_path(start: Path | None = None) -> Path | None:
@@ -133,7 +133,7 @@ def _place(source: str, text: str, relative_to: Path | None = None, named: bool 
 def candidates() -> list[Candidate]:
     """Every place simflow looks, in order, with what it found there."""
     found = []
-    env = os.environ.get("GPGPUSIM_ROOT")
+    env = current().simulator
     found.append(_place("GPGPUSIM_ROOT", env) if env else Candidate("GPGPUSIM_ROOT", None, "not set"))
     for path in (project_config_path(), user_config_path()):
         if path is None:
@@ -189,8 +189,7 @@ def environment(sim: Simulator, cuda_path: Path) -> dict[str, str]:
     """The environment the simulator's own setup_environment makes for this CUDA 11.x install, with the
     library folder simflow found first on LD_LIBRARY_PATH (setup_environment names the folder after the
     gcc on PATH now, which need not be the one the build used)."""
-    env = dict(os.environ)
-    env["CUDA_INSTALL_PATH"] = str(cuda_path)
+    env = child_environment(CUDA_INSTALL_PATH=str(cuda_path))
     env["PATH"] = os.pathsep.join([str(cuda_path / "bin"), env.get("PATH", "")])
     script = f'source "{sim.root}/setup_environment" release >&2 && env -0'
     try:
