@@ -74,8 +74,10 @@ extern "C" __global__ void hfma2_peak(float* out, int iters)
 MMA_KERNEL = r"""
 #include <mma.h>
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 using namespace nvcuda;
 __device__ half stored(float v, half) { return __float2half(v); }
+__device__ __nv_bfloat16 stored(float v, __nv_bfloat16) { return __float2bfloat16(v); }
 __device__ float stored(float v, float) { return wmma::__float_to_tf32(v); }
 
 template <typename In, typename T, int FK> __device__ void mma_peak(float* out, int iters)
@@ -100,6 +102,10 @@ template <typename In, typename T, int FK> __device__ void mma_peak(float* out, 
   if (threadIdx.x % 32 == 0) out[blockIdx.x * 8 + warp] = res[warp][0];
 }
 extern "C" __global__ void mma_peak_fp16(float* out, int iters) { mma_peak<half, half, 16>(out, iters); }
+extern "C" __global__ void mma_peak_bf16(float* out, int iters)
+{
+  mma_peak<__nv_bfloat16, __nv_bfloat16, 16>(out, iters);
+}
 extern "C" __global__ void mma_peak_tf32(float* out, int iters)
 {
   mma_peak<wmma::precision::tf32, float, 8>(out, iters);
@@ -163,6 +169,7 @@ def measure_ceilings(gpu: GpuBackend) -> dict[str, float]:
         "float32": rate(FMA_KERNEL, "fma_peak", 2 * 8 * 16 * iters),
         "float16": rate(HFMA2_KERNEL, "hfma2_peak", 2 * 2 * 8 * 16 * iters),
         "tensor_float16": rate(MMA_KERNEL, "mma_peak_fp16", warps_mma * iters),
+        "tensor_bfloat16": rate(MMA_KERNEL, "mma_peak_bf16", warps_mma * iters),
         "tensor_tf32": rate(MMA_KERNEL, "mma_peak_tf32", warps_mma / 2 * iters),
     }
     out.free()
@@ -177,7 +184,7 @@ def matmul_rates(repeats: int = 10) -> dict[str, float]:
         return {}
     n, rates = 8192, {}
     for unit, dtype, tf32 in (("float32", torch.float32, False), ("tensor_tf32", torch.float32, True),
-                              ("tensor_float16", torch.float16, False)):
+                              ("tensor_float16", torch.float16, False), ("tensor_bfloat16", torch.bfloat16, False)):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         gen = torch.Generator(device="cuda").manual_seed(0)
         a = torch.rand(n, n, device="cuda", generator=gen).to(dtype)
@@ -219,6 +226,7 @@ def unit_ceilings(gpu: GpuBackend) -> dict[str, float]:
     print(f"device: {env['gpu']} (cc {env['compute_capability']}, driver CUDA {env['cuda_driver']}); "
           f"measured ceilings: copy {ceilings['copy_GBps']:.0f} GB/s, fp32 FMA {ceilings['float32']:.1f}, "
           f"half2 FMA {ceilings['float16']:.1f}, WMMA fp16 {ceilings['tensor_float16']:.1f}, "
+          f"WMMA bf16 {ceilings['tensor_bfloat16']:.1f}, "
           f"WMMA tf32 {ceilings['tensor_tf32']:.1f} TFLOP/s; launch floor (empty one-wave kernel) "
           f"{1e3 * ceilings['launch_ms']:.1f} us", flush=True)
     return ceilings
@@ -241,11 +249,11 @@ def floor(problem, ceilings: dict, unit: str, io: str = "float32") -> float:
 
 
 PIPELINE = ("h2d_ms", "d2h_ms", "pipeline_serial_ms", "pipeline_ms", "pipeline_speedup")
-CUDNN_PRECISIONS = {"float32": "fp32, TF32 off", "tf32": "TF32", "float16": "fp16"}
+CUDNN_PRECISIONS = {"float32": "fp32, TF32 off", "tf32": "TF32", "float16": "fp16", "bfloat16": "bf16"}
 
 
 def time_cudnn(problem, repeats: int, precision: str = "float32") -> float | None:
-    """PyTorch conv2d (cuDNN) in float32 (TF32 off), TF32, or fp16; None when torch is not importable."""
+    """PyTorch conv2d (cuDNN) in float32 (TF32 off), TF32, fp16 or bf16; None when torch is not importable."""
     try:
         import torch
     except ImportError:
@@ -254,12 +262,12 @@ def time_cudnn(problem, repeats: int, precision: str = "float32") -> float | Non
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
-    dtype = torch.float16 if precision == "float16" else torch.float32
+    dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(precision, torch.float32)
     gen = torch.Generator(device="cuda").manual_seed(0)
     # Timed as simflow's runs are (GpuBackend._execute): input sets rotated so that they cover twice the L2
     # (a small layer's input would otherwise be read from the cache), each repeat queued behind a hold kernel
     # so that the host's enqueue time is not timed.
-    elem = 2 if dtype == torch.float16 else 4
+    elem = 2 if dtype in (torch.float16, torch.bfloat16) else 4
     layer_bytes = elem * sum(math.prod(s) for s in (problem.input_shape, problem.weight_shape, problem.output_shape))
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
     sets = max(1, min(32, math.ceil(CACHE_ROTATION_BYTES * l2 / layer_bytes)))

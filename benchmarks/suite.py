@@ -1,7 +1,7 @@
 """Suite benchmark: every layer of a suite (simflow problems --suite NAME), simflow's variants that take
 any stride against cuDNN in the same precision, timed in the same process.
 
-For each layer and precision (fp32 with TF32 off, TF32, fp16): each configuration below is rendered,
+For each layer and precision (fp32 with TF32 off, TF32, fp16, bf16): each configuration below is rendered,
 run and checked elementwise against the float64 reference on the GPU (a wrong result never counts),
 the fastest passing one is the layer's simflow time, and PyTorch's conv2d (cuDNN, benchmark mode)
 is timed on the same shape, stride and padding. The ratio is simflow / cuDNN (above 1: slower);
@@ -40,7 +40,8 @@ from simflow.kernels.variants import VARIANTS  # noqa: E402
 from simflow.run.tune import best_config  # noqa: E402
 from simflow.run.tune_starts import ADMITS, STARTS  # noqa: E402
 
-UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16"}  # a precision's floor's ceiling
+UNITS = {"float32": "float32", "tf32": "tensor_tf32", "float16": "tensor_float16",  # a precision's floor's ceiling
+         "bfloat16": "tensor_bfloat16"}
 
 CONFIGS = STARTS  # precision -> (variant, params): what every tune tries first; cuDNN runs in the same precision
 
@@ -75,7 +76,7 @@ def main() -> int:
     parser.add_argument("--only", help="only these layers of the suite (names, comma-separated)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", help="write the per-layer table here")
-    parser.add_argument("--precisions", default=",".join(CONFIGS), help="which of float32,tf32,float16")
+    parser.add_argument("--precisions", default=",".join(CONFIGS), help="which of float32,tf32,float16,bfloat16")
     parser.add_argument("--every-csv", help="write every passing configuration's time here (layer, precision, "
                                               "config, ms): which variant wins where")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(),
@@ -133,7 +134,7 @@ def main() -> int:
             row[f"{precision} ms"] = round(best[1], 4) if best else math.nan
             row[f"{precision} cuDNN ms"] = round(cudnn, 4) if cudnn else math.nan
             row[f"{precision} ratio"] = round(best[1] / cudnn, 3) if best and cudnn else math.nan
-            io = "float16" if precision == "float16" else "float32"
+            io = "float16" if precision in ("float16", "bfloat16") else "float32"  # 2-byte tensors, as cuDNN's
             at = floor(problem, ceilings, UNITS[precision], io)
             row[f"{precision} floor ms"] = round(at, 4)
             row[f"{precision} floor by"] = floor_by(problem, ceilings, UNITS[precision], io)

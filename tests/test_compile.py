@@ -32,9 +32,10 @@ def test_compiles_cleanly(variant, params):
 SUITE_LAYERS = ["resnet50-3x3-64-64-56", "resnet50-1x1-512-1024-28-s2", "resnet50-conv1"]
 PIPELINED = [("implicit_gemm_async", {"bk": 16, "stages": 4, "split": 4}),
              *((name, {"precision": precision, "bk": bk, "stages": 4})
-               for name, bk in (("mma_nhwc", 64), ("mma_nchw", 32)) for precision in ("fp16", "tf32")),
+               for name, bk in (("mma_nhwc", 64), ("mma_nchw", 32)) for precision in ("fp16", "tf32", "bf16")),
              ("mma_nhwc", {"precision": "fp16", "split": 4}),  # split-K's registers spilled at 2 blocks an SM
-             ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"tile_n": 128, "stages": 6})]
+             ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"tile_n": 128, "stages": 6}),
+             ("wgmma_nhwc", {"precision": "bf16", "tile_n": 128, "stages": 6})]
 
 
 @pytest.mark.parametrize("layer", SUITE_LAYERS)

@@ -668,3 +668,35 @@ def test_winograd_gemm_tiles_pass_the_full_check(gpu, problem, tile, bk, precisi
     result = run(gpu, kernel, problem.B, seed=7, warmup=1, repeats=2)
     assert result.status == "passed", result.reason
     assert result.environment["check"] == "full" and result.metrics["bad_elements"] == 0
+
+
+BF16_LAYERS = {"3x3": Problem(B=3, C=96, M=72, H=14, W=13, K=3, pad=1, name="3x3-c96-m72"),
+               "1x1": Problem(B=3, C=128, M=72, H=14, W=14, K=1, pad=0, name="1x1-c128-m72"),
+               "1x1-s2": Problem(B=2, C=64, M=40, H=14, W=13, K=1, pad=0, stride=2, name="1x1-stride2")}
+BF16_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"),
+              ("mma_nhwc", {"tile_n": 64, "stages": 4}, "1x1-s2"),
+              ("mma_nchw", {}, "3x3"), ("mma_nchw", {"tile_m": 64, "split": 2}, "1x1"),
+              ("wgmma_nhwc", {}, "3x3"), ("wgmma_nhwc", {"stream_k": True}, "3x3"),
+              ("wgmma_nhwc", {"tile_m": 64, "tile_n": 128, "persistent": True}, "1x1"),
+              ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
+              ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2")]
+
+
+@pytest.mark.parametrize("variant,params,layer", BF16_CASES,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}-{lay}"
+                              for v, p, lay in BF16_CASES])
+def test_bf16_matches_reference_and_rounds_coarser_than_fp16(gpu, variant, params, layer):
+    """bf16 inputs (8 bits of mantissa against fp16's 11): every element within the bf16 tolerance, and the
+    error well above the same kernel's fp16 error (so the inputs really were bf16, not half or TF32)."""
+    problem = BF16_LAYERS[layer]
+    errors = {}
+    for precision in ("bf16", "fp16"):
+        kernel = VARIANTS[variant].render(problem, {**params, "precision": precision})
+        result = run(gpu, kernel, problem.B, seed=11, warmup=1, repeats=2)
+        assert result.status == "passed", result.reason
+        assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+        errors[precision] = result.metrics["max_scaled_error"]
+    assert kernel.precision == "float16" and VARIANTS[variant].render(problem, {**params, "precision": "bf16"}
+                                                                      ).precision == "bfloat16"
+    print(f"bf16 {variant} {params} {layer}: max |y-ref|/S bf16 {errors['bf16']:.3g}, fp16 {errors['fp16']:.3g}")
+    assert errors["bf16"] > 2 * errors["fp16"]  # u is 8x fp16's

@@ -830,3 +830,29 @@ def test_wgmma_halo_launches_and_refusals():
                                  (vgg, {"tile_m": 128, "stages": 4, "bk": 16}, "shared memory per block .* stages=4")):
         with pytest.raises(LimitError, match=match):
             render("wgmma_halo", layer, params)
+
+
+@pytest.mark.parametrize("variant,layer", [("mma_nhwc", PROBLEM), ("mma_nchw", PROBLEM), ("wgmma_nhwc", PROBLEM),
+                                           ("wgmma_nchw", get_problem("resnet50-1x1-64-64-56"))])
+def test_bf16_is_a_fourth_precision_of_the_tensor_core_gemms(variant, layer):
+    """bf16 (issue 58): the same tiles and pipelines as fp16, bf16 operands and instructions, float sums; the
+    check's bf16 tolerance; half tensors (io=float16) refused with it; the simulator refuses it by name."""
+    bf16 = render(variant, layer, {"precision": "bf16"})
+    half = render(variant, layer, {"precision": "fp16"})
+    assert bf16.precision == "bfloat16" and half.precision == "float16"
+    assert "#include <cuda_bf16.h>" in bf16.source and "__nv_bfloat16" in bf16.source
+    assert ".bf16.bf16" in bf16.source and ".f16.f16" not in bf16.source and ".bf16" not in half.source
+    assert bf16.launches(4) == half.launches(4) and bf16.check_tolerance.atol == 1e-2
+    assert "GPGPU-Sim has no bf16" in bf16.sim_unsupported
+    with pytest.raises(LimitError, match="io=float16.*precision=bf16.*use io=float32 for bf16"):
+        render(variant, layer, {"precision": "bf16", "io": "float16"})
+
+
+def test_tune_in_bf16_admits_tf32_and_float32_but_not_fp16():
+    from simflow.run.tune_starts import ADMITS, STARTS
+
+    assert ADMITS["bfloat16"] == ("bfloat16", "tf32", "float32")
+    assert STARTS["bfloat16"] and all(p["precision"] == "bf16" and "io" not in p for _, p in STARTS["bfloat16"])
+    for variant, params in STARTS["bfloat16"]:
+        assert render(variant, get_problem("resnet50-3x3-64-64-56") if variant != "wgmma_nchw"
+                      else get_problem("resnet50-1x1-64-64-56"), params).precision == "bfloat16"

@@ -57,7 +57,7 @@ def _variant_args(parser: argparse.ArgumentParser, best: bool = False) -> None:
         parser.add_argument("--best", action="store_true",
                             help="the configuration 'simflow tune' found fastest for this layer (of VARIANT if "
                                  "named; --param still overrides)")
-        parser.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
+        parser.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16", "bfloat16"],
                             help="with --best: the precision it was tuned in (default float32)")
 
 

@@ -31,9 +31,10 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="gpu", choices=backend_names(),
                    help="where each configuration is timed (default gpu; a backend that times runs)")
     p.add_argument("--config", default="", help="simulator config (for a backend that takes one)")
-    p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16"],
+    p.add_argument("--precision", default="float32", choices=["float32", "tf32", "float16", "bfloat16"],
                    help="the least precise arithmetic allowed: configurations computing in it or a finer one compete "
-                        "(tf32 admits float32, float16 both; default float32)")
+                        "(tf32 admits float32, float16 both, bfloat16 tf32 and float32 but not float16, whose range is "
+                        "smaller; default float32)")
     p.add_argument("--strategy", default="tpe", choices=["tpe", "random", "exhaustive"],
                    help="Optuna's TPE (default) or random sampling, or the whole grid in order")
     p.add_argument("--runs", type=_at_least(1), help="stop after this many configurations (per layer)")

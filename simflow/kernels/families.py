@@ -256,7 +256,23 @@ def vector_columns(problem: Problem) -> bool:
     return problem.K == 1 and problem.stride == 1 and problem.pad == 0 and (problem.H * problem.W) % 4 == 0
 
 
+TENSOR_PRECISIONS = {"fp16": "float16", "bf16": "bfloat16", "tf32": "tf32"}  # a tensor-core param -> its precision
+
+
+def tensor_precision(precision: str) -> str:
+    """What a tensor-core kernel's inputs are rounded to (its check's tolerance): float16, bfloat16 or tf32."""
+    return TENSOR_PRECISIONS[precision]
+
+
+def input_bytes(precision: str) -> int:
+    """Bytes of a tensor-core input element: 2 (fp16, bf16), 4 (TF32 kept in a float)."""
+    return 4 if precision == "tf32" else 2
+
+
 def _mma_sync_refusal(params: dict) -> str:
+    if params["precision"] == "bf16":
+        return ("GPGPU-Sim has no bf16: it runs sm_70 code (SM7_QV100), and bf16 tensor-core inputs (mma.sync "
+                "m16n8k16 .bf16) need sm_80+; simulate precision=fp16 for the tensor-core path")
     return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
             f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
 
@@ -265,7 +281,7 @@ def _check_half_io(variant: str, params: dict) -> None:
     """io=float16 (half x, w, y) computes in fp16."""
     if params["precision"] != "fp16":
         raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={params['precision']}",
-                         "precision=fp16", "use io=float32 for TF32")
+                         "precision=fp16", f"use io=float32 for {'TF32' if params['precision'] == 'tf32' else 'bf16'}")
 
 
 def _round_up(n: int, multiple: int) -> int:

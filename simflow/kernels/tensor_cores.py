@@ -21,6 +21,8 @@ from .families import (
     _weight_copy,
     _weight_copy_warps,
     _weights_in_place,
+    input_bytes,
+    tensor_precision,
     vector_columns,
 )
 from .problems import Problem
@@ -51,7 +53,7 @@ class WmmaVariant(Variant):
                                  "use fragments=shared, which never writes the im2col matrix")
 
     def precision_of(self, params: dict) -> str:
-        return "float16" if params["precision"] == "fp16" else "tf32"
+        return tensor_precision(params["precision"])
 
     def wmma_forms(self, params: dict) -> tuple[str, ...]:
         if params["precision"] != "fp16":
@@ -147,7 +149,7 @@ class WmmaNhwcVariant(WmmaVariant):
         16 bytes a thread's store. Against a half a load and a store, on an H100: the fp16 copy of VGG conv1_2
         99.3 -> 73.2 us, conv4_2 13.6 -> 11.3; float pairs were 1-3 % slower than one float a lane."""
         pairs = params.get("io") == "float16" and problem.H * problem.W % 2 == 0 and not self.subsample(problem)
-        row = 128 // (2 if params["precision"] == "fp16" else 4)
+        row = 128 // input_bytes(params["precision"])
         return (2 if pairs else 1), (row if self.padded_channels(problem, params) % row == 0 else 32)
 
     @staticmethod
@@ -157,7 +159,7 @@ class WmmaNhwcVariant(WmmaVariant):
 
     @staticmethod
     def element_bytes(kernel: Kernel) -> int:
-        return 2 if kernel.params["precision"] == "fp16" else 4
+        return input_bytes(kernel.params["precision"])
 
     def copy_pixels(self, problem: Problem) -> int:
         """Pixels an image of the channel-last copy of x holds: H x W, or HOUT x WOUT where it subsamples."""
@@ -269,14 +271,14 @@ class MmaNchwVariant(Variant):
                                  "use io=float32 on this layer")
 
     def precision_of(self, params: dict) -> str:
-        return "float16" if params["precision"] == "fp16" else "tf32"
+        return tensor_precision(params["precision"])
 
     def sim_unsupported(self, params: dict) -> str:
         return super().sim_unsupported(params) or _mma_sync_refusal(params)
 
     @staticmethod
     def element_bytes(params: dict) -> int:
-        return 2 if params["precision"] == "fp16" else 4
+        return input_bytes(params["precision"])
 
     @staticmethod
     def kdim(problem: Problem, params: dict) -> int:
@@ -315,7 +317,7 @@ class MmaNchwVariant(Variant):
         if params["io"] == "float16":  # Bs in half, rows skewed by 16 bytes
             b_tile = bk * (bn + 8) * 2
         else:
-            b_tile = bk * (bn + (4 if params["precision"] == "fp16" else 8)) * 4
+            b_tile = bk * (bn + (8 if params["precision"] == "tf32" else 4)) * 4
         smem = params["stages"] * (bm * (bk + 16 // eb) * eb + b_tile)
         if params["io"] == "float16":
             smem = max(smem, _half_epilogue_smem(bm, bn))

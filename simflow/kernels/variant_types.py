@@ -218,7 +218,7 @@ class Variant:
         return {}
 
     def precision_of(self, params: dict) -> str:
-        """What the kernel computes in: float32, tf32 or float16 (it picks the check's tolerance)."""
+        """What the kernel computes in: float32, tf32, float16 or bfloat16 (it picks the check's tolerance)."""
         return self.precision
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:

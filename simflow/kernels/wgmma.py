@@ -18,6 +18,8 @@ from .families import (
     _weight_copy,
     _weight_copy_warps,
     _weights_in_place,
+    input_bytes,
+    tensor_precision,
     vector_columns,
 )
 from .problems import Problem
@@ -79,20 +81,22 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
         return "sm_90a"
 
     def sim_unsupported(self, params: dict) -> str:
+        bf16 = params.get("precision") == "bf16"  # wgmma_halo has no precision parameter (TF32 only)
         return Variant.sim_unsupported(self, params) or (
-            "GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma exists on sm_90a only; simulate wmma_nhwc or wmma "
-            "(WMMA, sm_70) for the tensor-core path")
+            f"{'GPGPU-Sim has no bf16 (tensor-core bf16 inputs are sm_80+); ' if bf16 else ''}GPGPU-Sim runs sm_70 "
+            "code (SM7_QV100), and wgmma exists on sm_90a only; simulate wmma_nhwc or "
+            "wmma (WMMA, sm_70) for the tensor-core path")
 
     @classmethod
     def step_k(cls, params: dict) -> int:
-        return cls.ROW // (2 if params["precision"] == "fp16" else 4)
+        return cls.ROW // input_bytes(params["precision"])
 
     @classmethod
     def padded_channels(cls, problem: Problem, params: dict) -> int:
         return _round_up(problem.C, cls.step_k(params))
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {**super().extra_context(problem, params), "kslice": 16 if params["precision"] == "fp16" else 8}
+        return {**super().extra_context(problem, params), "kslice": 8 if params["precision"] == "tf32" else 16}
 
     def gemm_smem(self, kernel: Kernel) -> int:
         return self.smem_bytes(kernel.params)
@@ -164,7 +168,7 @@ class WgmmaNchwVariant(Variant):
                              f"{self.SMEM_LIMIT:,} bytes", "use fewer stages or a smaller tile_m")
 
     def precision_of(self, params: dict) -> str:
-        return "float16" if params["precision"] == "fp16" else "tf32"
+        return tensor_precision(params["precision"])
 
     def arch(self, params: dict) -> str:
         return "sm_90a"
@@ -175,7 +179,7 @@ class WgmmaNchwVariant(Variant):
     @classmethod
     def step_k(cls, params: dict) -> int:
         """Channels of a k step: one 128-byte weight row (64 half, 32 TF32)."""
-        return cls.ROW // (2 if params["precision"] == "fp16" else 4)
+        return cls.ROW // input_bytes(params["precision"])
 
     @staticmethod
     def x_bytes(params: dict) -> int:
@@ -204,7 +208,7 @@ class WgmmaNchwVariant(Variant):
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
                 "nwg": params["tile_m"] // 2 if params["tile_n"] == 64 else params["tile_m"],
                 "threads": self.threads(params),
-                "kslice": 16 if params["precision"] == "fp16" else 8, "xv": xv, "yv": yv, "skew": skew,
+                "kslice": 8 if params["precision"] == "tf32" else 16, "xv": xv, "yv": yv, "skew": skew,
                 "half_io": half_io, "gather": gather, "split": params["split"],
                 "hwp": self.gathered_pixels(problem, params) if gather else hw}
 
@@ -256,7 +260,7 @@ class WgmmaNchwVariant(Variant):
         if params["gather"]:
             space["xg"] = math.ceil(batch * p.C * self.gathered_pixels(p, params) * self.x_bytes(params) / 4)
         if not self.weights_in_place(p, params):
-            size = 2 if params["precision"] == "fp16" else 4
+            size = input_bytes(params["precision"])
             space["wh"] = math.ceil(p.M * _round_up(p.C, self.step_k(params)) * size / 4)
         return space
 
