@@ -91,7 +91,12 @@ HALF_IO = [*(("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": m, "t
              for m, n, bk, stages in itertools.product((128, 64), (128, 64), (32, 16), (3, 2, 4))),
            *(("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": n, "bk": bk, "stages": stages})
              for n, bk, stages in itertools.product((128, 256), (32, 64), (3, 2, 4))),
-           *(("wgmma_nhwc", {"io": "float16", "tile_n": n, "stages": stages}) for n, stages in ((256, 4), (128, 3)))]
+           *(("wgmma_nhwc", {"io": "float16", "tile_n": n, "stages": stages}) for n, stages in ((256, 4), (128, 3))),
+           *((v, {"precision": "bf16", "io": "bfloat16", **p}) for v, p in (  # bf16 tensors: the same paths
+               ("mma_nchw", {}), ("mma_nchw", {"split": 2}), ("mma_nhwc", {}), ("mma_nhwc", {"split": 2}),
+               ("wgmma_nhwc", {}), ("wgmma_nhwc", {"stream_k": True}),
+               ("wgmma_nhwc", {"tile_n": 128, "persistent": True}), ("wgmma_nchw", {}),
+               ("wgmma_nchw", {"tile_n": 64})))]
 
 
 @pytest.mark.parametrize("variant,params", HALF_IO, ids=[f"{v}-" + "-".join(map(str, p.values())) for v, p in HALF_IO])
@@ -120,7 +125,10 @@ VECTOR_STORES = [("implicit_gemm_async", {}, "v4.f32"), ("regtile", {"outputs": 
                  ("mma_nchw", {"precision": "fp16"}, "v2.f32"), ("mma_nhwc", {"precision": "tf32"}, "v2.f32"),
                  ("mma_nchw", {"precision": "fp16", "io": "float16"}, "v4.u32"), ("wgmma_nhwc", {}, "v2.f32"),
                  ("wgmma_nhwc", {"io": "float16"}, "v4.u32"), ("wgmma_nchw", {}, "v4.f32"),
-                 ("wgmma_nchw", {"io": "float16"}, "v4.u32")]  # wgmma_nchw: rows of 4 float, 8 half pixels (HW % 8 = 0)
+                 ("wgmma_nchw", {"io": "float16"}, "v4.u32"),
+                 ("wgmma_nhwc", {"precision": "bf16", "io": "bfloat16"}, "v4.u32"),
+                 ("wgmma_nchw", {"precision": "bf16", "io": "bfloat16"}, "v4.u32")]
+# wgmma_nchw: rows of 4 float, 8 half (or bf16) pixels (HW % 8 = 0)
 
 
 @pytest.mark.parametrize("variant,params,vector", VECTOR_STORES,
@@ -211,7 +219,7 @@ def test_the_timing_hold_kernel_compiles():
     assert compiled.resources["simflow_hold"]["registers"] > 0
 
 
-CHECKED = [("conv", "float32"), ("conv", "float16"), ("conv_relu_pool", "float32")]
+CHECKED = [("conv", "float32"), ("conv", "float16"), ("conv", "bfloat16"), ("conv_relu_pool", "float32")]
 
 
 @pytest.mark.parametrize("output,io", CHECKED, ids=[f"{o}-{io}" for o, io in CHECKED])

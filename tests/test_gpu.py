@@ -700,3 +700,26 @@ def test_bf16_matches_reference_and_rounds_coarser_than_fp16(gpu, variant, param
                                                                       ).precision == "bfloat16"
     print(f"bf16 {variant} {params} {layer}: max |y-ref|/S bf16 {errors['bf16']:.3g}, fp16 {errors['fp16']:.3g}")
     assert errors["bf16"] > 2 * errors["fp16"]  # u is 8x fp16's
+
+
+BF16_IO_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"), ("mma_nchw", {}, "1x1"),
+                 ("mma_nchw", {"split": 2, "tile_m": 64}, "1x1"), ("wgmma_nhwc", {}, "3x3"),
+                 ("wgmma_nhwc", {"stream_k": True}, "3x3"), ("wgmma_nhwc", {"tile_m": 64, "persistent": True}, "1x1"),
+                 ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
+                 ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2")]
+
+
+@pytest.mark.parametrize("variant,params,layer", BF16_IO_CASES,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items()) or 'default'}-{lay}"
+                              for v, p, lay in BF16_IO_CASES])
+@pytest.mark.parametrize("sample", [False, True], ids=["full", "sample"])
+def test_bf16_tensors_match_reference(gpu, variant, params, layer, sample):
+    """io=bfloat16: x, w and y bf16 in device memory (what a bf16 network passes between layers), judged on the
+    GPU (bf16 y read by the check kernel) and on the host (a sample, the bf16 patterns widened)."""
+    problem = BF16_LAYERS[layer]
+    kernel = VARIANTS[variant].render(problem, {**params, "precision": "bf16", "io": "bfloat16"})
+    result = run(gpu, kernel, problem.B, seed=12, warmup=1, repeats=2, sample_check=sample)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0
+    assert result.environment["check"] == ("sample" if sample else "full")
+    assert result.metrics["gbps"] > 0 and kernel.io == "bfloat16"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from simflow.kernels.problems import Problem
+from simflow.kernels.problems import Problem, get_problem
 from simflow.kernels.reference import check_output, conv2d_reference, make_inputs, sample_reference
 
 
@@ -180,3 +180,29 @@ def test_a_norm_would_have_missed_what_the_elementwise_check_catches(case):
     assert not verdict.passed and verdict.bad == 1
     if p.name == "1M-outputs":
         assert verdict.rel_error < 1e-2  # the old fp16 tolerance: it would have passed
+
+
+def test_bf16_patterns_round_to_nearest_even_and_widen_exactly():
+    from simflow.kernels.reference import as_float32, bf16_bits, host_dtype
+
+    one = np.float32(1.0)
+    values = np.array([1.0, 1 + 2**-8, 1 + 3 * 2**-8, -2.5, 1 + 2**-7 + 2**-8, 0.1], dtype=np.float32)
+    bits = bf16_bits(values)
+    assert bits.dtype == np.uint16 and host_dtype("bfloat16") == np.uint16 and host_dtype("float16") == np.float16
+    # 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to the even one (1); 1 + 3 * 2^-8 up to 1 + 2^-6
+    assert list(bits[:5]) == [0x3F80, 0x3F80, 0x3F82, 0xC020, 0x3F82]
+    assert as_float32(bits, "bfloat16")[0] == one and as_float32(bits, "bfloat16")[5] == np.float32(0.10009765625)
+    drawn = np.random.default_rng(3).uniform(-1, 1, 100_000).astype(np.float32)
+    back = as_float32(bf16_bits(drawn), "bfloat16")
+    assert np.all(np.abs(back - drawn) <= np.abs(drawn) * 2.0**-8)  # within half a bf16 unit (u = 2^-8)
+    assert np.array_equal(as_float32(bf16_bits(back), "bfloat16"), back)  # bf16 values stay as they are
+
+
+def test_bf16_inputs_are_the_float32_draws_rounded():
+    from simflow.kernels.reference import as_float32, bf16_bits
+
+    problem = get_problem("batch3x3")
+    x32, w32 = make_inputs(problem, 5)
+    xb, wb = make_inputs(problem, 5, "bfloat16")
+    assert np.array_equal(xb, bf16_bits(x32)) and np.array_equal(wb, bf16_bits(w32))
+    assert np.abs(as_float32(xb, "bfloat16") - x32).max() <= 2.0**-9

@@ -67,7 +67,7 @@ BASE = (EXAMPLE / "rows.toml").read_text()
     (('"Hout * M"', '"Hout * M +"'), r"mine.toml:\d+: 'Hout \* M \+' is not an expression"),
     (('"batch"]', '"__import__(1)"]'), r"only ceil, floor, min, max may be called"),
     (('"batch"]', '"x.real"]'), r"Attribute is not allowed"),
-    (('precision = "float32"', 'precision = "double"'), r"mine.toml:3: precision must be float32, float16 or tf32"),
+    (('precision = "float32"', 'precision = "double"'), r"mine.toml:3: precision must be float32, tf32, float16, bfloat16"),
     (('output = "conv"', 'output = "nhwc"'), r"mine.toml:4: output must be one of conv, conv_relu_pool"),
     (('args = ["x", "w", "y", "batch"]', 'args = ["x", "w", "y", "scratch"]'),
      r"mine.toml:\d+: launch 1 takes 'scratch', which is no buffer"),

@@ -844,15 +844,23 @@ def test_bf16_is_a_fourth_precision_of_the_tensor_core_gemms(variant, layer):
     assert ".bf16.bf16" in bf16.source and ".f16.f16" not in bf16.source and ".bf16" not in half.source
     assert bf16.launches(4) == half.launches(4) and bf16.check_tolerance.atol == 1e-2
     assert "GPGPU-Sim has no bf16" in bf16.sim_unsupported
-    with pytest.raises(LimitError, match="io=float16.*precision=bf16.*use io=float32 for bf16"):
+    with pytest.raises(LimitError, match="io=float16.*precision=bf16.*use io=float32 for bf16, or io=bfloat16"):
         render(variant, layer, {"precision": "bf16", "io": "float16"})
+    one = get_problem("resnet50-1x1-64-64-56")  # mma_nchw takes 16-bit tensors on 1x1 stride-1 layers only
+    tensors = render(variant, one, {"precision": "bf16", "io": "bfloat16"})  # bf16 x, w and y in memory
+    code = " ".join(line.split("//")[0] for line in tensors.source.splitlines())
+    assert tensors.io == "bfloat16" and "__nv_bfloat16" in code and "half" not in code
+    assert tensors.launches(4) == render(variant, one, {"precision": "fp16", "io": "float16"}).launches(4)
+    with pytest.raises(LimitError, match="io=bfloat16.*precision=fp16.*or io=float16 for fp16"):
+        render(variant, one, {"precision": "fp16", "io": "bfloat16"})
 
 
 def test_tune_in_bf16_admits_tf32_and_float32_but_not_fp16():
     from simflow.run.tune_starts import ADMITS, STARTS
 
     assert ADMITS["bfloat16"] == ("bfloat16", "tf32", "float32")
-    assert STARTS["bfloat16"] and all(p["precision"] == "bf16" and "io" not in p for _, p in STARTS["bfloat16"])
+    assert STARTS["bfloat16"] and all(p["precision"] == "bf16" and p.get("io", "float32") in ("float32", "bfloat16")
+                                      for _, p in STARTS["bfloat16"])
+    assert sum(p.get("io") == "bfloat16" for _, p in STARTS["bfloat16"]) > 10  # bf16 tensors, as fp16's half ones
     for variant, params in STARTS["bfloat16"]:
-        assert render(variant, get_problem("resnet50-3x3-64-64-56") if variant != "wgmma_nchw"
-                      else get_problem("resnet50-1x1-64-64-56"), params).precision == "bfloat16"
+        assert render(variant, get_problem("resnet50-1x1-64-64-56"), params).precision == "bfloat16"

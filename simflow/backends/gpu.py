@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import LimitError, MissingTool
 from ..kernels import footprint
 from ..kernels.limits import KNOWN_DEVICES, DeviceLimits, check_launches, theoretical_occupancy
-from ..kernels.reference import Check, check_output, make_inputs, verdict
+from ..kernels.reference import Check, as_float32, check_output, host_dtype, make_inputs, verdict
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
 from ..settings import current
@@ -256,13 +256,13 @@ class GpuBackend(Backend):
         a float64 reference computed and judged on this GPU from the float32 inputs in device["x"],
         device["w"] (cuda_templates/check.cu.j2); a seeded sample checked on the host instead when
         job.sample_check."""
-        io = np.dtype(kernel.io)
+        io = host_dtype(kernel.io)
         shape = kernel.output_shape(problem.B)
         if job.sample_check:
             y_host = np.empty(shape, dtype=io)
             drv.memcpy_dtoh(y_host, y)
-            x, w = make_inputs(problem, job.seed, io)
-            return check_output(problem, x, w, y_host.astype(np.float32), kernel.precision, seed=job.seed,
+            x, w = (as_float32(a, kernel.io) for a in make_inputs(problem, job.seed, kernel.io))
+            return check_output(problem, x, w, as_float32(y_host, kernel.io), kernel.precision, seed=job.seed,
                                 method="sample", op=kernel.output, tolerance=kernel.check_tolerance)
         source = check_source(problem, kernel.output, kernel.io)
         if source not in self._modules:
@@ -316,8 +316,8 @@ class GpuBackend(Backend):
             result.environment[prefix + "occupancy_limited_by"] = occ.limited_by
 
     def _execute(self, kernel, problem, module, functions, launches, job: Job, result) -> None:
-        io = np.dtype(kernel.io)  # x, w and y in device memory; the reference reads float32 copies of the same values
-        x, w = make_inputs(problem, job.seed, io)
+        io = host_dtype(kernel.io)  # x, w and y in device memory; the reference reads float32 copies of the same values
+        x, w = make_inputs(problem, job.seed, kernel.io)
         out_shape = kernel.output_shape(problem.B)
         out_elems = int(np.prod(out_shape))
         # Inputs that fit in L2 would be timed from the cache: rotate over several copies.
@@ -329,8 +329,8 @@ class GpuBackend(Backend):
         for _ in range(sets):
             y = drv.mem_alloc(out_elems * io.itemsize)
             buffers.append({"x": drv.to_device(x), "w": drv.to_device(w), "y": y})
-        reference = buffers[0] if io == np.float32 else {"x": drv.to_device(x.astype(np.float32)),
-                                                         "w": drv.to_device(w.astype(np.float32))}
+        reference = buffers[0] if io == np.float32 else {"x": drv.to_device(as_float32(x, kernel.io)),
+                                                         "w": drv.to_device(as_float32(w, kernel.io))}
         for symbol, host in kernel.constant_symbols.items():
             ptr, size = module.get_global(symbol)
             data = {"w": w}[host]
@@ -345,8 +345,8 @@ class GpuBackend(Backend):
                 func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
 
         # Correctness: poison the output with NaN, run once, compare with the reference.
-        if io == np.float16:
-            drv.memset_d16(buffers[0]["y"], 0x7E00, out_elems)
+        if io.itemsize == 2:  # a 16-bit NaN: half's, or bf16's
+            drv.memset_d16(buffers[0]["y"], 0x7FC0 if kernel.io == "bfloat16" else 0x7E00, out_elems)
         else:
             drv.memset_d32(buffers[0]["y"], 0x7FC00000, out_elems)
         launch_all(buffers[0])
@@ -503,11 +503,11 @@ class GpuBackend(Backend):
 
 def check_source(problem, output: str, io: str) -> str:
     """The source of the check kernel that judges a run's `output` ("conv" or "conv_relu_pool") held in `io`
-    ("float32" or "float16") on this problem (cuda_templates/check.cu.j2)."""
+    ("float32", "float16" or "bfloat16") on this problem (cuda_templates/check.cu.j2)."""
     return template_environment().get_template("check.cu.j2").render(
         B=problem.B, C=problem.C, M=problem.M, H=problem.H, W=problem.W, K=problem.K, pad=problem.pad,
         stride=problem.stride, out_h=problem.Hout, out_w=problem.Wout, pool=output == "conv_relu_pool",
-        out_t="__half" if io == "float16" else "float", threads=CHECK_THREADS)
+        out_t={"float16": "__half", "bfloat16": "__nv_bfloat16"}.get(io, "float"), threads=CHECK_THREADS)
 
 
 def device_limits(dev) -> DeviceLimits:

@@ -264,6 +264,19 @@ def tensor_precision(precision: str) -> str:
     return TENSOR_PRECISIONS[precision]
 
 
+IO16 = {"float16": ("half", "fp16"), "bfloat16": ("__nv_bfloat16", "bf16")}  # 16-bit io: its CUDA type, precision
+
+
+def io16(params: dict) -> bool:
+    """x, w and y 16-bit in device memory (io=float16 or io=bfloat16): the kernels' half_io paths."""
+    return params.get("io") in IO16
+
+
+def t16(params: dict) -> str:
+    """The CUDA type of a 16-bit io's tensors (half where io is not 16-bit: the templates name it only then)."""
+    return IO16.get(params.get("io"), IO16["float16"])[0]
+
+
 def input_bytes(precision: str) -> int:
     """Bytes of a tensor-core input element: 2 (fp16, bf16), 4 (TF32 kept in a float)."""
     return 4 if precision == "tf32" else 2
@@ -278,10 +291,18 @@ def _mma_sync_refusal(params: dict) -> str:
 
 
 def _check_half_io(variant: str, params: dict) -> None:
-    """io=float16 (half x, w, y) computes in fp16."""
-    if params["precision"] != "fp16":
-        raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={params['precision']}",
-                         "precision=fp16", f"use io=float32 for {'TF32' if params['precision'] == 'tf32' else 'bf16'}")
+    """io=float16 (half x, w, y) computes in fp16, io=bfloat16 in bf16."""
+    io, precision = params["io"], params["precision"]
+    need = IO16[io][1]
+    if precision != need:
+        if io == "float16":
+            raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={precision}",
+                             "precision=fp16", f"use io=float32 for {'TF32' if precision == 'tf32' else 'bf16'}, "
+                             "or io=bfloat16 for bf16" if precision == "bf16" else
+                             f"use io=float32 for {'TF32' if precision == 'tf32' else 'bf16'}")
+        raise LimitError(f"{variant} io=bfloat16 (bf16 tensors in, bf16 out)", f"precision={precision}",
+                         "precision=bf16", f"use io=float32 for {'TF32' if precision == 'tf32' else precision}"
+                         + (", or io=float16 for fp16" if precision == "fp16" else ""))
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -295,7 +316,7 @@ def _weights_in_place(problem: Problem, params: dict, kdim: int) -> bool:
     (3-6 us of a 25-50 us layer: measured with ncu on the H100, 1x1 layers at 7 and 14). TF32 tensor cores read a
     float's top 19 bits, so w read in place is truncated to TF32 where the copy rounded it to nearest: a bias of at
     most 2^-10 of each weight, under a quarter of the TF32 check's tolerance (4e-3 of sum |x*w|)."""
-    return (params.get("io") == "float16" or params.get("precision") == "tf32") and problem.K == 1 \
+    return (io16(params) or params.get("precision") == "tf32") and problem.K == 1 \
         and kdim == problem.C
 
 
@@ -326,7 +347,7 @@ def _adds(params: dict) -> bool:
 def _split_sums(kernel: Kernel, batch: int) -> dict[str, int]:
     """Split-K or stream-K into half y: the pieces add into float32 sums `acc`, rounded to half once at the end
     (adding partial sums in half would round each)."""
-    if kernel.params.get("io") != "float16" or not _adds(kernel.params):
+    if not io16(kernel.params) or not _adds(kernel.params):
         return {}
     p = kernel.problem
     return {"acc": batch * p.M * p.Hout * p.Wout}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import UserError
 
-DTYPE_BYTES = {"float32": 4, "float16": 2}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 UNLABELLED = "imported"  # an imported log's problem name when its import gave no problem= label
 
 

@@ -53,9 +53,32 @@ JUDGE_CHUNK = 1 << 24  # elements judged at once (bounds the host memory of a la
 
 
 def make_inputs(problem: Problem, seed: int, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
-    """Input and weights uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show."""
+    """Input and weights uniform in [-1, 1): never zeros, so unwritten or misindexed outputs show. dtype
+    "bfloat16": the same draws rounded to bf16, as their 16-bit patterns (numpy has no bf16; as_float32 reads
+    them)."""
     rng = np.random.default_rng(seed)
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return (bf16_bits(_uniform(rng, problem.input_shape, np.float32)),
+                bf16_bits(_uniform(rng, problem.weight_shape, np.float32)))
     return _uniform(rng, problem.input_shape, dtype), _uniform(rng, problem.weight_shape, dtype)
+
+
+def host_dtype(io: str) -> np.dtype:
+    """The numpy type that holds a tensor of `io` on the host: bfloat16 as its 16-bit patterns (uint16)."""
+    return np.dtype(np.uint16) if io == "bfloat16" else np.dtype(io)
+
+
+def bf16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bf16 (to nearest, ties to even), as uint16 bit patterns."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def as_float32(values: np.ndarray, io: str) -> np.ndarray:
+    """A tensor held as `io` on the host (host_dtype) as float32: bf16 patterns widened exactly."""
+    if io == "bfloat16":
+        return (values.astype(np.uint32) << 16).view(np.float32)
+    return values.astype(np.float32)
 
 
 def _uniform(rng, shape, dtype, chunk: int = 1 << 22) -> np.ndarray:

@@ -22,6 +22,8 @@ from .families import (
     _weight_copy_warps,
     _weights_in_place,
     input_bytes,
+    io16,
+    t16,
     tensor_precision,
     vector_columns,
 )
@@ -148,7 +150,7 @@ class WmmaNhwcVariant(WmmaVariant):
         pairs and none is skipped, else one) and channels (a 128-byte row of the copy where CP allows, else 32),
         16 bytes a thread's store. Against a half a load and a store, on an H100: the fp16 copy of VGG conv1_2
         99.3 -> 73.2 us, conv4_2 13.6 -> 11.3; float pairs were 1-3 % slower than one float a lane."""
-        pairs = params.get("io") == "float16" and problem.H * problem.W % 2 == 0 and not self.subsample(problem)
+        pairs = io16(params) and problem.H * problem.W % 2 == 0 and not self.subsample(problem)
         row = 128 // input_bytes(params["precision"])
         return (2 if pairs else 1), (row if self.padded_channels(problem, params) % row == 0 else 32)
 
@@ -203,7 +205,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 
     def check(self, problem: Problem, params: dict) -> None:
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
-        if params["io"] == "float16":
+        if io16(params):
             _check_half_io(self.name, params)
 
     @staticmethod
@@ -219,7 +221,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
-                "half_io": params["io"] == "float16", "subsample": self.subsample(problem),
+                "half_io": io16(params), "t16": t16(params), "subsample": self.subsample(problem),
                 "w_in_place": self.weights_in_place(problem, params)}
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
@@ -237,7 +239,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
     def gemm_smem(self, kernel: Kernel) -> int:
         """The GEMM's dynamic shared memory: its pipeline's stages, or the half-y epilogue's tiles if more."""
         smem = WmmaNhwcVariant.gemm_smem(self, kernel)
-        if kernel.params["io"] == "float16":
+        if io16(kernel.params):
             smem = max(smem, _half_epilogue_smem(self.block_m(kernel.params), kernel.params["tile_n"]))
         return smem
 
@@ -262,10 +264,10 @@ class MmaNchwVariant(Variant):
 
     def check(self, problem: Problem, params: dict) -> None:
         # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
-        if params["io"] == "float16":
+        if io16(params):
             _check_half_io(self.name, params)
             if not vector_columns(problem):
-                raise LimitError("layers mma_nchw io=float16 takes (8-byte copies of four pixels)",
+                raise LimitError(f"layers mma_nchw io={params['io']} takes (8-byte copies of four pixels)",
                                  f"K={problem.K}, stride={problem.stride}, pad={problem.pad}, "
                                  f"H*W={problem.H * problem.W}", "K=1, stride=1, pad=0, H*W a multiple of 4",
                                  "use io=float32 on this layer")
@@ -296,7 +298,7 @@ class MmaNchwVariant(Variant):
     def extra_context(self, problem: Problem, params: dict) -> dict:
         gather = problem.C < params["bk"]
         return {"bm": params["tile_m"], "bn": params["tile_n"], "gather": gather, "kdim": self.kdim(problem, params),
-                "half_io": params["io"] == "float16",
+                "half_io": io16(params), "t16": t16(params),
                 "cp": self.padded_channels(problem, params),
                 "hw_even": (problem.Hout * problem.Wout) % 2 == 0, "vector": not gather and vector_columns(problem),
                 "w_in_place": self.weights_in_place(problem, params), "w_warps": _weight_copy_warps(problem.K)}
@@ -314,12 +316,12 @@ class MmaNchwVariant(Variant):
         p, params = kernel.problem, kernel.params
         columns = _columns(p, batch)
         eb, bk, bm, bn = self.element_bytes(params), params["bk"], params["tile_m"], params["tile_n"]
-        if params["io"] == "float16":  # Bs in half, rows skewed by 16 bytes
+        if io16(params):  # Bs in half (or bf16), rows skewed by 16 bytes
             b_tile = bk * (bn + 8) * 2
         else:
             b_tile = bk * (bn + (8 if params["precision"] == "tf32" else 4)) * 4
         smem = params["stages"] * (bm * (bk + 16 // eb) * eb + b_tile)
-        if params["io"] == "float16":
+        if io16(params):
             smem = max(smem, _half_epilogue_smem(bm, bn))
         name = f"conv2d_{self.name}"
         weights = _weight_copy(name, p, self.padded_channels(p, params))

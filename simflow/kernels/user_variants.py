@@ -179,9 +179,10 @@ def load_user_variant(toml_path: Path, builtin_params: dict, families: dict) -> 
         params.append(Param(key, choices, spec["default"], str(spec.get("help", "")), bool(spec.get("host", False))))
     allowed = {*LAYER_NAMES, "batch", *(p.name for p in params)}
     precision = data.get("precision", "float32")
-    if precision not in ("float32", "float16", "tf32"):
-        raise UserError(f"{where('precision')}: precision must be float32, float16 or tf32, got {precision!r}")
-    from .reference import OPS
+    from .reference import OPS, TOLERANCE
+
+    if precision not in TOLERANCE:
+        raise UserError(f"{where('precision')}: precision must be {', '.join(TOLERANCE)}, got {precision!r}")
 
     output = data.get("output", "conv")
     if output not in OPS:

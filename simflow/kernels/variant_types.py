@@ -100,7 +100,7 @@ class Kernel:
     output: str = "conv"  # what y holds: "conv", or "conv_relu_pool" (see reference.OPS)
     family: Variant | None = field(default=None, repr=False, compare=False)  # the Variant that rendered it
     tolerance: Tolerance | None = None  # the elementwise check's bound (None: the precision's, TOLERANCE)
-    io: str = "float32"  # element type of x, w and y in device memory ("float16": a half network's tensors)
+    io: str = "float32"  # element type of x, w and y in device memory ("float16", "bfloat16": 16-bit tensors)
     arch: str = ""  # the one architecture its instructions exist on ("sm_90a": wgmma), "" for any from sm_70
     wmma_forms: tuple[str, ...] = ()  # the WMMA forms it uses (simflow.sim.probe names): a simulator build
                                       # whose model gets one wrong refuses it

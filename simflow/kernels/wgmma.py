@@ -19,6 +19,8 @@ from .families import (
     _weight_copy_warps,
     _weights_in_place,
     input_bytes,
+    io16,
+    t16,
     tensor_precision,
     vector_columns,
 )
@@ -41,7 +43,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
     SMEM_LIMIT = 227 * 1024  # an H100/H200 block's opt-in dynamic shared memory
 
     def check(self, problem: Problem, params: dict) -> None:
-        if params["io"] == "float16":
+        if io16(params):
             _check_half_io(self.name, params)
         if params["stream_k"] and params["split"] > 1:
             raise LimitError(f"{self.name} stream_k (it shares out the k steps itself)", f"split={params['split']}",
@@ -67,7 +69,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 
     def half_tile_bytes(self, params: dict) -> int:
         """The half-y epilogue's tiles: 8 warps' 16 x (pixels a warpgroup + 8) halves (none for float y)."""
-        if params["io"] != "float16":
+        if not io16(params):
             return 0
         return 8 * 16 * (params["tile_n"] * self.block_m(params) // 128 + 8) * 2
 
@@ -141,7 +143,7 @@ class WgmmaNchwVariant(Variant):
             raise LimitError(f"registers a thread of {self.name}'s three warpgroups (tile_n=192: 384 threads, at most "
                              "168 registers each)", f"tile_m={params['tile_m']}: {params['tile_m'] // 2} float sums "
                              "a thread", "tile_m <= 128", "use tile_m=128 or 64 with tile_n=192, or tile_n=128")
-        if params["split"] > 1 and (params["persistent"] or params["io"] == "float16"):
+        if params["split"] > 1 and (params["persistent"] or io16(params)):
             raise LimitError(f"split-K in {self.name} (blocks of one tile each, adding into float y)",
                              f"persistent={params['persistent']}, io={params['io']}", "persistent=false, io=float32",
                              "use split=1, or wgmma_nhwc's split-K for half y")
@@ -154,7 +156,7 @@ class WgmmaNchwVariant(Variant):
             raise LimitError(f"gather=true in {self.name} (a dense copy of x for layers it cannot read in place by "
                              "16-byte copies)", f"stride=1, H*W={problem.H * problem.W}",
                              "stride > 1 or H*W not a multiple of 4", "use gather=false: x is read where it lies")
-        if params["io"] == "float16":
+        if io16(params):
             _check_half_io(self.name, params)
             if not vector_columns(problem) and not params["gather"]:  # cp.async copies 4 bytes at least
                 raise LimitError(f"half x in {self.name} (copies of 4 or 8 pixels)", f"stride={problem.stride}, "
@@ -183,12 +185,12 @@ class WgmmaNchwVariant(Variant):
 
     @staticmethod
     def x_bytes(params: dict) -> int:
-        return 2 if params["io"] == "float16" else 4
+        return 2 if io16(params) else 4
 
     @staticmethod
     def gathered_pixels(problem: Problem, params: dict) -> int:
         """Pixels an image of x's dense copy holds (gather=true): the output's, padded to 16 bytes."""
-        return _round_up(problem.Hout * problem.Wout, 8 if params["io"] == "float16" else 4)
+        return _round_up(problem.Hout * problem.Wout, 8 if io16(params) else 4)
 
     def layout(self, problem: Problem, params: dict) -> dict:
         """Template values: the k step, padded channels, a warpgroup's wgmma N, pixels of an x copy (8 half
@@ -196,7 +198,7 @@ class WgmmaNchwVariant(Variant):
         tile's row skew (conflict-free fragment reads, see the template; none for half x, which wgmma reads swizzled
         through a descriptor). gather: the GEMM's image is `hwp` pixels of the dense copy, of which the first HW
         are stored."""
-        half_io, bk, gather = params["io"] == "float16", self.step_k(params), params["gather"]
+        half_io, bk, gather = io16(params), self.step_k(params), params["gather"]
         hw = problem.Hout * problem.Wout
         skew = 0 if half_io else 8 if params["precision"] == "tf32" else 4
         if gather:
@@ -209,7 +211,7 @@ class WgmmaNchwVariant(Variant):
                 "nwg": params["tile_m"] // 2 if params["tile_n"] == 64 else params["tile_m"],
                 "threads": self.threads(params),
                 "kslice": 8 if params["precision"] == "tf32" else 16, "xv": xv, "yv": yv, "skew": skew,
-                "half_io": half_io, "gather": gather, "split": params["split"],
+                "half_io": half_io, "t16": t16(params), "gather": gather, "split": params["split"],
                 "hwp": self.gathered_pixels(problem, params) if gather else hw}
 
     @staticmethod
