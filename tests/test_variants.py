@@ -851,7 +851,7 @@ def test_bf16_is_a_fourth_precision_of_the_tensor_core_gemms(variant, layer):
     code = " ".join(line.split("//")[0] for line in tensors.source.splitlines())
     assert tensors.io == "bfloat16" and "__nv_bfloat16" in code and "half" not in code
     assert tensors.launches(4) == render(variant, one, {"precision": "fp16", "io": "float16"}).launches(4)
-    with pytest.raises(LimitError, match="io=bfloat16.*precision=fp16.*or io=float16 for fp16"):
+    with pytest.raises(LimitError, match="io=bfloat16.*precision=fp16.*use io=float16 for fp16"):
         render(variant, one, {"precision": "fp16", "io": "bfloat16"})
 
 

@@ -301,8 +301,8 @@ def _check_half_io(variant: str, params: dict) -> None:
                              "or io=bfloat16 for bf16" if precision == "bf16" else
                              f"use io=float32 for {'TF32' if precision == 'tf32' else 'bf16'}")
         raise LimitError(f"{variant} io=bfloat16 (bf16 tensors in, bf16 out)", f"precision={precision}",
-                         "precision=bf16", f"use io=float32 for {'TF32' if precision == 'tf32' else precision}"
-                         + (", or io=float16 for fp16" if precision == "fp16" else ""))
+                         "precision=bf16", "use io=float16 for fp16 (or io=float32)" if precision == "fp16"
+                         else "use io=float32 for TF32")
 
 
 def _round_up(n: int, multiple: int) -> int:
