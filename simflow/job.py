@@ -58,9 +58,11 @@ class Job:
         return f"docker:{self.docker_image}" if self.docker_image else "native"
 
     def kernel(self) -> Kernel:
-        from .kernels.variants import get_variant
+        """The job's kernel, rendered once: a job is a value, and its render is the same each time it is asked for
+        (the sampler and the sweep ask up to four times a job)."""
+        from .kernels.variants import rendered
 
-        kernel = get_variant(self.variant).render(self.problem, dict(self.params))
+        kernel = rendered(self.variant, self.params, self.problem)
         if self.launch:
             if self.launch not in kernel.kernel_names:
                 raise UserError(f"{self.variant} launches no kernel {self.launch!r}; it launches "

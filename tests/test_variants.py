@@ -864,3 +864,22 @@ def test_tune_in_bf16_admits_tf32_and_float32_but_not_fp16():
     assert sum(p.get("io") == "bfloat16" for _, p in STARTS["bfloat16"]) > 10  # bf16 tensors, as fp16's half ones
     for variant, params in STARTS["bfloat16"]:
         assert render(variant, get_problem("resnet50-1x1-64-64-56"), params).precision == "bfloat16"
+
+
+def test_a_job_renders_its_kernel_once_however_often_asked(monkeypatch):
+    """Issue 59: the sampler and the sweep ask a job for its kernel up to four times; one render serves them all,
+    and variants read again are rendered again."""
+    from simflow.job import Job
+    from simflow.kernels import variants
+
+    calls = []
+    family = type(VARIANTS["shared"])
+    real = family.render
+    monkeypatch.setattr(family, "render", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    variants.rendered.cache_clear()
+    job = Job.make("shared", {"tile": 8}, get_problem("batch3x3"), "gpgpusim")
+    first = job.kernel()
+    assert job.kernel() is first and Job.make("shared", {"tile": 8}, get_problem("batch3x3"), "gpgpusim"
+                                              ).kernel() is first and len(calls) == 1
+    variants.reload_variants()
+    assert job.kernel() == first and job.kernel() is not first and len(calls) == 2

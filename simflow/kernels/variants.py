@@ -5,6 +5,7 @@ NAME.cu.j2 + NAME.toml), by name. `get_variant` and `render` are how the rest of
 from __future__ import annotations
 
 import tomllib
+from functools import lru_cache
 from pathlib import Path
 
 from .. import resources, settings
@@ -100,10 +101,18 @@ def use_variant_dirs(folders: list[str]) -> None:
     reload_variants()
 
 
+@lru_cache(maxsize=64)
+def rendered(variant: str, params: tuple, problem: Problem) -> Kernel:
+    """A job's kernel (params as (name, value) pairs), rendered once however often it is asked for; forgotten when
+    the variants are read again."""
+    return get_variant(variant).render(problem, dict(params))
+
+
 def reload_variants() -> None:
     """Read the variants again (after SIMFLOW_VARIANTS changed); VARIANTS is updated in place."""
     fresh = load_variants(variant_dirs())
     template_environment.cache_clear()
+    rendered.cache_clear()
     VARIANTS.clear()
     VARIANTS.update(fresh)
     if "VARIANT_ERROR" in globals():
