@@ -23,7 +23,6 @@ from .errors import UserError
 from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, Problem, get_problem
 from .results.record import RunResult
-from .sim.config import DEFAULT_CONFIG
 
 if TYPE_CHECKING:
     from .kernels.variants import Kernel
@@ -136,7 +135,7 @@ def _sampled(job, spec, workers: int | None, results, progress) -> RunResult:
 
 
 def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
-        batch: int | None = None, config: str = DEFAULT_CONFIG, docker: str | None = None, engine: str | None = None,
+        batch: int | None = None, config: str = "", docker: str | None = None, engine: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S, seed: int = 0, results: str | Path | None = None,
         store: bool = True, sample: str | None = None, workers: int | None = None, quiet: bool = True) -> RunResult:
     """Simulate a variant under GPGPU-Sim (natively, or in `docker` image) and check it, as `simflow sim`: run with

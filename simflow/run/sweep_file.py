@@ -31,7 +31,6 @@ from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem, suite
 from ..kernels.variants import VARIANTS, get_variant
-from ..sim.config import DEFAULT_CONFIG
 
 TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "suite": "suite name(s)",
             "batch": "int",
@@ -105,11 +104,11 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
     for b in backends:
         if b not in backend_names():
             raise fail(_line(text, "backends"), f"unknown backend {b!r}; valid backends: {', '.join(backend_names())}")
-    configs = _as_list(data.get("configs", [DEFAULT_CONFIG]))
+    configs = _as_list(data.get("configs", [""]))  # none named: each backend's own default (Job.make fills it in)
     if any(backend_class(b).takes_config for b in backends):
         from ..sim.config import load_config
 
-        for c in configs:
+        for c in filter(None, configs):
             try:
                 load_config(c if os.path.isabs(c) or not c.endswith(".toml") else str(path.parent / c))
             except UserError as exc:

@@ -56,7 +56,6 @@ from ..kernels.variants import Kernel, Variant
 from ..results.folders import write_text
 from ..results.record import RunResult
 from .config import (
-    DEFAULT_CONFIG,
     SimConfig,
     config_key,
     cta_limit,
@@ -407,13 +406,13 @@ def scaled_job(job: Job, probe: RunResult, scale: int, results: Path) -> Job:
     path in the job, as a user's own overlay is."""
     if scale == 1:
         return job
-    return _on_config(job, scaled(load_config(job.config or DEFAULT_CONFIG), run_options(probe), scale), results)
+    return _on_config(job, scaled(load_config(job.config), run_options(probe), scale), results)  # Job.make named it
 
 
 def first_ctas_job(job: Job, n: int, results: Path, before: int = 0) -> Job:
     """The job stopped once the first `n` CTAs of its last launch have run to their end, the `before` CTAs of its
     earlier launches run whole (config.first_ctas)."""
-    return _on_config(job, first_ctas(load_config(job.config or DEFAULT_CONFIG), n, before), results)
+    return _on_config(job, first_ctas(load_config(job.config), n, before), results)
 
 
 def _on_config(job: Job, config: SimConfig, results: Path) -> Job:
