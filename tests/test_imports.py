@@ -90,3 +90,10 @@ def test_the_check_sees_a_cycle_through_an_import_inside_a_function():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_modules_stay_within_issue_59s_sizes():
+    """No module over 600 lines and cli.py under 200 (issue 59's limits, which hold after it)."""
+    sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
+    assert {name: n for name, n in sizes.items() if n > 600} == {}
+    assert sizes["simflow.cli"] < 200
