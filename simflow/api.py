@@ -69,11 +69,13 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
     A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None). `watch`: see
     run.jobs.run_job (simflow sim's live progress line)."""
     from .backends import backend_class
-    from .job import Job
+    from .job import Job, not_taken
     from .run.jobs import run_job
 
     problem = problem_of(problem, batch)
     cls = backend_class(backend)
+    if sample is not None and not cls.sampling:
+        raise UserError(not_taken(backend, "sampled simulation"))
     if best:
         variant, params = best_of(problem, backend, config or cls.default_config, precision, variant, params)
     elif not variant:

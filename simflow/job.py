@@ -48,6 +48,8 @@ class Job:
 
         resolved = get_variant(variant).resolve(params)
         cls = backend_class(backend)
+        if (kw.get("config") or kw.get("docker_image") or kw.get("engine")) and not cls.takes_config:
+            raise UserError(not_taken(backend, "a simulator config"))
         config = kw.pop("config", "") or cls.default_config
         name, key = cls.config_identity(config) if config else ("", "")
         return Job(variant, tuple(resolved.items()), problem, backend, config, name, key, **kw)
@@ -96,3 +98,13 @@ class Job:
         kw["params"] = tuple(dict(data.get("params", {})).items())
         kw["problem"] = Problem(**data["problem"])
         return cls(**kw)
+
+
+def not_taken(backend: str, what: str) -> str:
+    """Why a backend refuses a simulator config (with a container image or engine) or sampled simulation."""
+    attr = "takes_config" if "config" in what else "sampling"
+    from .backends import backend_names
+
+    able = ", ".join(n for n in backend_names() if getattr(backend_class(n), attr))
+    return (f"--config, --docker, --engine and --sample are for backends with {what} ({able}); backend {backend} "
+            "takes none")

@@ -70,3 +70,15 @@ def test_run_from_python(tmp_path):
     result = sf.run("shared", "fmnist-conv2", params={"tile": 16}, results=tmp_path, store=False)
     assert result.status == "passed" and result.metrics["time_ms"] > 0
     assert not (tmp_path / "simflow.db").exists() or sf.runs(results=tmp_path).empty
+
+
+def test_a_backend_option_it_does_not_take_is_refused_where_jobs_are_made():
+    """Issue 59: not only the command line refuses a simulator config, image or sampling for the GPU backend."""
+    from simflow.job import Job
+    from simflow.kernels.problems import get_problem
+
+    for option in ({"config": "SM7_QV100"}, {"docker_image": "simflow-gpgpusim"}, {"engine": "podman"}):
+        with pytest.raises(UserError, match="backends with a simulator config \\(gpgpusim\\); backend gpu takes none"):
+            Job.make("shared", {}, get_problem("batch3x3"), "gpu", **option)
+    with pytest.raises(UserError, match="backends with sampled simulation \\(gpgpusim\\); backend gpu takes none"):
+        sf.run("shared", "batch3x3", backend="gpu", sample="1,2,3")

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from .. import terminal
-from ..backends import backend_class, backend_names
+from ..backends import backend_names
 from ..errors import UserError
 from ..job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .common import (
@@ -66,15 +66,7 @@ def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
 def cmd_run(args) -> int:
     from .. import api
 
-    problem = _problem(args)
-    cls = backend_class(args.backend)
-    for given, needs, what in ((args.config or args.docker or args.engine, cls.takes_config, "a simulator config"),
-                               (args.sample is not None, cls.sampling, "sampled simulation")):
-        if given and not needs:
-            able = ", ".join(n for n in backend_names() if getattr(backend_class(n),
-                                                                    "takes_config" if "config" in what else "sampling"))
-            raise UserError(f"--config, --docker, --engine and --sample are for backends with {what} ({able}); "
-                            f"backend {args.backend} takes none")
+    problem = _problem(args)  # a config, image or sample a backend does not take: refused by api.run (Job.make)
     if args.sample is not None and args.no_store:
         raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
     result = api.run(args.variant, problem, backend=args.backend, params=_params(args),
