@@ -120,7 +120,7 @@ def _attached(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .run.orphans import sigterm_as_ctrl_c
+    from .processes import sigterm_as_ctrl_c
 
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
     to_file = getattr(args, "output", None) not in (None, "-") and getattr(args, "command", "") != "report"

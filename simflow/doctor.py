@@ -3,20 +3,9 @@ own parts (Backend.doctor: the GPU and PyCUDA, the simulator and its container e
 
 from __future__ import annotations
 
-import subprocess
-
 from .backends import backend_class, backend_names
 from .backends.base import Finding
 from .kernels.toolkits import CUDA11_HELP, find_toolkits
-
-
-def run_quietly(cmd: list[str], timeout: float = 20) -> tuple[int, str]:
-    """A command's exit code and output, (1, why) where it cannot run: doctor's probes never raise."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return 1, str(exc)
-    return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
 def toolkit_findings() -> list[Finding]:

@@ -193,10 +193,10 @@ def test_a_repeated_sigterm_is_one_interruption():
     of the interrupted run (it lost the record), while a signal after REPEAT_S interrupts again."""
     script = """
 import os, signal, time
-from simflow.run import orphans
-orphans.sigterm_as_ctrl_c()
+from simflow import processes
+processes.sigterm_as_ctrl_c()
 caught = 0
-for pause in (0, orphans.REPEAT_S + 0.5):
+for pause in (0, processes.REPEAT_S + 0.5):
     time.sleep(pause)
     try:
         os.kill(os.getpid(), signal.SIGTERM)

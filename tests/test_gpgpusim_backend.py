@@ -20,6 +20,7 @@ from cases import job_of
 from conftest import sigint_default, simflow
 from hardware import UPSTREAM_ROOT
 
+from simflow import processes
 from simflow.backends.gpgpusim import (
     GpgpusimBackend,
     execute,
@@ -34,7 +35,6 @@ from simflow.kernels.toolkits import cuda_install_path
 from simflow.kernels.variants import render
 from simflow.results.folders import keep_result, new_run_folder, write_json
 from simflow.results.store import Store
-from simflow.run import orphans
 from simflow.run.jobs import run_job
 from simflow.sim import container
 from simflow.sim.config import load_config
@@ -179,7 +179,7 @@ def test_docker_command_line(tmp_path):
     cache = tmp_path / "cache"
     cmd = container.run_command("docker", "simflow-gpgpusim", tmp_path, "simflow-run1", cache, uid=1000, gid=1001)
     assert cmd == ["docker", "run", "--rm", "--init", "--pull", "never", "--name", "simflow-run1",
-                   "--label", f"simflow.owner={orphans.owner()}", "--user", "1000:1001", "--network", "none",
+                   "--label", f"simflow.owner={processes.owner()}", "--user", "1000:1001", "--network", "none",
                    "--volume", f"{tmp_path.resolve()}:/simflow/run", "--volume", f"{cache.resolve()}:/simflow/cache",
                    "--workdir", "/simflow/run", "--env", "HOME=/tmp", "--env", "SIMFLOW_CACHE=/simflow/cache",
                    "simflow-gpgpusim", "simflow", "sim-exec", "/simflow/run"]
@@ -215,10 +215,10 @@ def test_container_engine_missing_image_or_failing(tmp_path, monkeypatch):
     assert not (tmp_path / "runs").exists()
     # The engine lists a container whose owner is gone (a simflow killed with kill -9) and one whose owner lives:
     # only the first is removed.
-    dead = orphans.owner(os.getpid()).rsplit(":", 1)[0] + ":1"  # this pid, another start time: not this process
+    dead = processes.owner(os.getpid()).rsplit(":", 1)[0] + ":1"  # this pid, another start time: not this process
     fake_engine(tmp_path, "podman", f'echo "$@" >> {log}\n'
                                     f'if [ "$1" = ps ]; then echo "simflow-old {dead}"; '
-                                    f'echo "simflow-live {orphans.owner()}"; echo "other-host h:1:1"; fi\n')
+                                    f'echo "simflow-live {processes.owner()}"; echo "other-host h:1:1"; fi\n')
     assert container.reap("podman") == ["simflow-old"]
     assert log.read_text().splitlines()[-1] == "rm --force simflow-old"
     # The engine has the image, but the container fails: the run says so and keeps what the engine printed.

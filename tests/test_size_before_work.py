@@ -80,11 +80,11 @@ def test_chunked_inputs_and_reference_are_the_values_they_were():
 
 SLOW = """
 import sys, time
-from simflow.run import orphans
+from simflow import processes
 from simflow.kernels.problems import parse_shape
 from simflow.kernels.reference import conv2d_reference, make_inputs
 import numpy as np
-orphans.sigterm_as_ctrl_c()
+processes.sigterm_as_ctrl_c()
 problem = parse_shape("1,1,1,12000,12000,3")  # 144 M inputs: one draw of them took 1.5 s before chunks
 print("start", flush=True)
 try:

@@ -176,12 +176,12 @@ def test_result_json_reads_back_to_the_same_record(tmp_path):
 
 def _running_folder(tmp_path, owner: str):
     """A run folder as `simflow sim` leaves it from its start: the running record, a partly written log."""
+    from simflow import processes
     from simflow.job import Job
     from simflow.kernels.problems import get_problem
     from simflow.kernels.variants import get_variant
     from simflow.results.folders import keep_result, new_run_folder
     from simflow.results.record import RunResult
-    from simflow.run import orphans
 
     kernel = get_variant("global").render(get_problem("batch3x3"), {})
     run_id, folder = new_run_folder("global", tmp_path)
@@ -189,7 +189,7 @@ def _running_folder(tmp_path, owner: str):
     files = {"run_dir": str(folder), "log": str(folder / "sim.log")}
     job = Job.make("global", {}, get_problem("batch3x3").with_batch(1), "gpgpusim", config="SM7_QV100")
     record = RunResult.running(job, kernel, run_id, files, 600)
-    record.environment["owner"] = owner or orphans.owner()
+    record.environment["owner"] = owner or processes.owner()
     keep_result(record, folder)
     return run_id, folder
 
@@ -200,10 +200,10 @@ def test_a_run_whose_process_was_killed_is_listed_as_interrupted_and_importable(
     import platform
     import subprocess
 
-    from simflow.run import orphans
+    from simflow import processes
 
     dead = subprocess.Popen(["true"])
-    gone = orphans.owner(dead.pid)
+    gone = processes.owner(dead.pid)
     dead.wait()  # its pid now names no process (or, reused, another start time)
     run_id, folder = _running_folder(tmp_path, gone)
     with Store(tmp_path, read_only=True) as store:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, processes
 from ..errors import LimitError, ToolError, UserError
 from ..kernels import footprint
 from ..kernels.limits import KNOWN_DEVICES, check_launches
@@ -36,7 +36,6 @@ from ..kernels.reference import Tolerance, check_output, make_inputs, output_sha
 from ..kernels.toolkits import CUDA11_HELP, cuda_install_path
 from ..kernels.variants import Kernel, show_value
 from ..results.folders import keep_result, replace_with, write_csv, write_json
-from ..run import orphans
 from ..sim import container
 from ..sim import probe as simulator_probe
 from ..sim.aerialvision import AERIALVISION_GLOB, parse_aerialvision
@@ -119,19 +118,19 @@ def execute(folder: Path) -> dict:
     timeout = float(spec["timeout_s"])
     start = time.monotonic()
     with open(folder / "sim.log", "wb") as log:
-        cmd = orphans.watchdog([str(folder / "program"), ".", "y.bin"], timeout + WATCHDOG_GRACE_S)
+        cmd = processes.watchdog([str(folder / "program"), ".", "y.bin"], timeout + WATCHDOG_GRACE_S)
         proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=orphans.die_with_parent_hook())
+                                preexec_fn=processes.die_with_parent_hook())
         facts["timed_out"] = False
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            orphans.stop_group(proc)
+            processes.stop_group(proc)
             facts["timed_out"] = True
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM (see cli.main): the simulator goes too, the run is kept
-            orphans.stop_group(proc)
-            facts["interrupted"] = orphans.interruption()
+            processes.stop_group(proc)
+            facts["interrupted"] = processes.interruption()
     facts["wall_s"] = round(time.monotonic() - start, 3)
     facts["returncode"] = proc.returncode
     if proc.returncode < 0:
@@ -184,13 +183,13 @@ def execute_in_container(folder: Path, image: str, engine_cmd: str) -> None:
     if facts is None:
         output = (folder / "docker.log").read_text(errors="replace").strip()[-2000:]
         if interrupted:
-            facts = {"finished": utc_timestamp(), "interrupted": orphans.interruption()}
+            facts = {"finished": utc_timestamp(), "interrupted": processes.interruption()}
         else:
             what = "did not finish in time and was stopped" if code is None else f"exited with {code}"
             facts = {"finished": utc_timestamp(),
                      "setup_error": f"the container ({' '.join(cmd)}) {what} without running the simulator: {output}"}
     if interrupted:
-        facts["interrupted"] = orphans.interruption()
+        facts["interrupted"] = processes.interruption()
     facts["docker_image"] = image
     facts["container_engine"] = engine_cmd
     write_json(folder / "execution.json", facts)
@@ -526,7 +525,7 @@ def simulator_findings(probe_builds: bool = True, refresh: bool = False) -> list
 
 def engine_findings() -> list[Finding]:
     """Each container engine on PATH: whether its engine answers, and (podman) whether it can run --init."""
-    from ..doctor import run_quietly
+    from ..processes import run_quietly
     from ..sim.container import ENGINES, init_problem
 
     found = []

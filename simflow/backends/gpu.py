@@ -114,7 +114,7 @@ class GpuBackend(Backend):
     @classmethod
     def doctor(cls, probe_builds: bool = True, refresh: bool = False) -> list[Finding]:
         """The GPU as PyCUDA sees it (what nvidia-smi sees where PyCUDA cannot), and PyCUDA itself."""
-        from ..doctor import run_quietly
+        from ..processes import run_quietly
 
         avail = cls.probe()
         gpu = Finding("GPU (PyCUDA)", avail.available, avail.detail, "" if avail.available else avail.how_to_get)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from ..job import Job
 from ..kernels.problems import Problem
-from ..run.orphans import owner, owner_alive
+from ..processes import owner, owner_alive
 
 # result.json's format. 2: the record carries its job ("job"); a file without "format" is 1 and is read through
 # migrate(), its job made from the fields and the environment that held them then.

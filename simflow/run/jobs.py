@@ -86,6 +86,6 @@ def run_job_safely(job: Job, results: str, handed: Settings | None = None) -> Jo
     except Exception as exc:  # noqa: BLE001 (reported per job, with its type)
         return JobOutcome(job, error=f"{type(exc).__name__}: {exc}")
     except KeyboardInterrupt:  # stopped before its run had a simulator to stop: said, not lost
-        from .orphans import interruption
+        from ..processes import interruption
 
         return JobOutcome(job, error=f"stopped {interruption()} before its run started")

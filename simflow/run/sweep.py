@@ -23,6 +23,7 @@ from pathlib import Path
 from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
+from ..processes import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError
@@ -31,7 +32,6 @@ from ..sim.estimate import METHOD, estimate_launches, estimate_result
 from ..sim.sampling import SampleSpec, by_launch, completed, fixed, launch_parts, plan_samples, probe_job, sample_jobs
 from ..tables import duration
 from .jobs import JobOutcome, run_job_safely, take_settings
-from .orphans import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
 from .sweep_file import Sweep
 
 EXECUTORS = ("local", "dask", "slurm", "pbs")

@@ -16,9 +16,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .. import processes
 from ..errors import UserError
 from ..resources import cache_dir
-from ..run import orphans
 from ..settings import current
 
 ENGINES = ("docker", "podman")
@@ -115,7 +115,7 @@ def run_command(engine_cmd: str, image: str, folder: Path, name: str, cache: Pat
     gid = os.getgid() if gid is None else gid
     return [
         engine_cmd, "run", "--rm", "--init", "--pull", "never", "--name", name,
-        "--label", f"{OWNER_LABEL}={orphans.owner()}",
+        "--label", f"{OWNER_LABEL}={processes.owner()}",
         "--user", f"{uid}:{gid}",  # files in the run folder and the cache stay the caller's
         "--network", "none",
         "--volume", f"{folder.resolve()}:{RUN_DIR}",
@@ -136,7 +136,7 @@ def reap(engine_cmd: str) -> list[str]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     gone = [line.split()[0] for line in proc.stdout.splitlines()
-            if len(line.split()) == 2 and not orphans.owner_alive(line.split()[1])]
+            if len(line.split()) == 2 and not processes.owner_alive(line.split()[1])]
     for name in gone:
         subprocess.run([engine_cmd, "rm", "--force", name], capture_output=True, timeout=60)
     return gone
@@ -157,7 +157,7 @@ def run(cmd: list[str], name: str, log: Path, timeout_s: float) -> int | None:
         # The engine's client does not see the terminal's Ctrl-C (its own session), and gets SIGTERM when simflow
         # dies, which it passes to the container: a killed simflow does not leave a container simulating.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=orphans.die_with_parent_hook())
+                                start_new_session=True, preexec_fn=processes.die_with_parent_hook())
         try:
             return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -30,11 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import processes
 from ..errors import UserError
 from ..kernels.toolkits import Toolkit, cuda_install_path
 from ..kernels.variant_types import template_environment
 from ..resources import cache_dir
-from ..run import orphans
 from .config import load_config, write_run_config
 from .log import SimLog, parse_text
 from .simulator import Simulator, environment
@@ -168,7 +168,7 @@ def _run_probe(name: str, binary: Path, sim: Simulator, env: dict[str, str], wor
     shutil.copy2(binary, folder / "probe")
     try:
         # under coreutils' timeout too: a probe never outlives a killed simflow by more than its time
-        proc = subprocess.run(orphans.watchdog([str(folder / "probe"), name], PROBE_TIMEOUT_S), cwd=folder, env=env,
+        proc = subprocess.run(processes.watchdog([str(folder / "probe"), name], PROBE_TIMEOUT_S), cwd=folder, env=env,
                               capture_output=True, timeout=PROBE_TIMEOUT_S + 30, stdin=subprocess.DEVNULL)
         text, code = (proc.stdout + proc.stderr).decode(errors="replace"), proc.returncode
     except subprocess.TimeoutExpired as exc:

@@ -1,4 +1,4 @@
-"""Child processes that do not outlive simflow.
+"""Child processes: run quietly, and never outliving simflow.
 
 A simulator runs in its own process group under coreutils' `timeout`, which kills the group by
 itself when the time is up, whatever happened to simflow; Linux sends that watchdog SIGTERM when
@@ -163,3 +163,12 @@ def owner_alive(label: str) -> bool:
     if host != platform.node() or not pid.isdigit():
         return True
     return _start_time(int(pid)) == started != ""
+
+
+def run_quietly(cmd: list[str], timeout: float = 20) -> tuple[int, str]:
+    """A command's exit code and output, (1, why) where it cannot run: doctor's probes never raise."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 1, str(exc)
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
