@@ -672,14 +672,16 @@ def test_winograd_gemm_tiles_pass_the_full_check(gpu, problem, tile, bk, precisi
 
 BF16_LAYERS = {"3x3": Problem(B=3, C=96, M=72, H=14, W=13, K=3, pad=1, name="3x3-c96-m72"),
                "1x1": Problem(B=3, C=128, M=72, H=14, W=14, K=1, pad=0, name="1x1-c128-m72"),
-               "1x1-s2": Problem(B=2, C=64, M=40, H=14, W=13, K=1, pad=0, stride=2, name="1x1-stride2")}
+               "1x1-s2": Problem(B=2, C=64, M=40, H=14, W=13, K=1, pad=0, stride=2, name="1x1-stride2"),
+               "3x3-m64": Problem(B=3, C=96, M=64, H=14, W=13, K=3, pad=1, name="3x3-c96-m64")}  # WMMA: M in 16s
 BF16_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"),
               ("mma_nhwc", {"tile_n": 64, "stages": 4}, "1x1-s2"),
               ("mma_nchw", {}, "3x3"), ("mma_nchw", {"tile_m": 64, "split": 2}, "1x1"),
               ("wgmma_nhwc", {}, "3x3"), ("wgmma_nhwc", {"stream_k": True}, "3x3"),
               ("wgmma_nhwc", {"tile_m": 64, "tile_n": 128, "persistent": True}, "1x1"),
               ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
-              ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2")]
+              ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2"), ("wmma", {}, "3x3-m64"),
+              ("wmma_nhwc", {}, "3x3-m64"), ("wmma_nhwc", {"tile_n": 256, "bk": 64}, "3x3-m64")]
 
 
 @pytest.mark.parametrize("variant,params,layer", BF16_CASES,
@@ -706,7 +708,8 @@ BF16_IO_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"), ("m
                  ("mma_nchw", {"split": 2, "tile_m": 64}, "1x1"), ("wgmma_nhwc", {}, "3x3"),
                  ("wgmma_nhwc", {"stream_k": True}, "3x3"), ("wgmma_nhwc", {"tile_m": 64, "persistent": True}, "1x1"),
                  ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
-                 ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2")]
+                 ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2"), ("wmma", {}, "3x3-m64"),
+              ("wmma_nhwc", {}, "3x3-m64"), ("wmma_nhwc", {"tile_n": 256, "bk": 64}, "3x3-m64")]
 
 
 @pytest.mark.parametrize("variant,params,layer", BF16_IO_CASES,

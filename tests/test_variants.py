@@ -883,3 +883,14 @@ def test_a_job_renders_its_kernel_once_however_often_asked(monkeypatch):
                                               ).kernel() is first and len(calls) == 1
     variants.reload_variants()
     assert job.kernel() == first and job.kernel() is not first and len(calls) == 2
+
+
+@pytest.mark.parametrize("variant", ["wmma", "wmma_nhwc"])
+def test_wmma_takes_bf16_on_the_gpu_and_the_simulator_refuses_it(variant):
+    kernel = render(variant, WMMA_PROBLEM, {"precision": "bf16"})
+    assert kernel.precision == "bfloat16"
+    assert "wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16" in kernel.source
+    assert "GPGPU-Sim has no bf16" in kernel.sim_unsupported and kernel.wmma_forms == ()
+    if variant == "wmma":
+        with pytest.raises(LimitError, match="fragments=global.*needs bf16.*use fragments=shared for bf16"):
+            render(variant, WMMA_PROBLEM, {"precision": "bf16", "fragments": "global"})

@@ -47,8 +47,8 @@ class WmmaVariant(Variant):
                              "use implicit_gemm or regtile for this layer")
         if params.get("fragments") == "global":
             if params["precision"] != "fp16":
-                raise LimitError("precision of wmma fragments=global (m16n16k16, half inputs)", "tf32", "fp16",
-                                 "use fragments=shared for tf32")
+                raise LimitError("precision of wmma fragments=global (m16n16k16, half inputs)", params["precision"],
+                                 "fp16", f"use fragments=shared for {params['precision']}")
             kp = 16 * math.ceil(problem.C * problem.K * problem.K / 16)
             if kp > 65535:
                 raise LimitError("im2col rows C*K*K, padded to 16 (one grid row each)", f"{kp:,}", "65,535",
@@ -68,13 +68,16 @@ class WmmaVariant(Variant):
         if params["precision"] == "tf32":
             return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
                     "shapes m16n16k16, m32n8k16, m8n32k16 only")
+        if params["precision"] == "bf16":
+            return ("GPGPU-Sim has no bf16: bf16 WMMA (m16n16k16 .bf16, sm_80+) is not in its PTX parser, which knows "
+                    "wmma for f16 shapes only; simulate precision=fp16")
         return ""  # fp16: whether a build runs it is its probes' answer (wmma_forms)
 
     TILE = 128  # block tile, output channels x output pixels
     GLOBAL_TILE = 64  # fragments=global: block tile of its GEMM (4 warps of 32 x 32)
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        bk = 32 if params["precision"] == "fp16" else 16  # two buffers of each tile under 48 KB static
+        bk = 16 if params["precision"] == "tf32" else 32  # two buffers of each tile under 48 KB static
         a_per_thread = self.TILE * bk // 256
         return {"bm": self.TILE, "bn": self.TILE, "bk": bk,
                 "vector_a": (problem.C * problem.K * problem.K) % 4 == 0 and a_per_thread % 4 == 0}
