@@ -708,8 +708,7 @@ BF16_IO_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"), ("m
                  ("mma_nchw", {"split": 2, "tile_m": 64}, "1x1"), ("wgmma_nhwc", {}, "3x3"),
                  ("wgmma_nhwc", {"stream_k": True}, "3x3"), ("wgmma_nhwc", {"tile_m": 64, "persistent": True}, "1x1"),
                  ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
-                 ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2"), ("wmma", {}, "3x3-m64"),
-              ("wmma_nhwc", {}, "3x3-m64"), ("wmma_nhwc", {"tile_n": 256, "bk": 64}, "3x3-m64")]
+                 ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2")]
 
 
 @pytest.mark.parametrize("variant,params,layer", BF16_IO_CASES,
