@@ -79,7 +79,7 @@ def stored_already(store, path: Path):
 def import_log(path: Path, labels: dict[str, str], config: str | None = None,
                results: Path | None = None, name: str = "") -> RunResult:
     """Store one log as a gpgpusim run; `name` is what it is called where it is not a file's (standard input)."""
-    from ..backends.gpgpusim import add_log, keep_intervals
+    from .log_record import add_log, keep_intervals
 
     if not path.is_file():
         raise UserError(f"no such log file: {path}")
