@@ -152,3 +152,42 @@ def render(frame, fmt: str, title: str = "", priority: tuple[str, ...] = ()) -> 
 
 def _css(column: str, value: str) -> str:
     return value if column == "mark" else ("num" if numeric(value) else "")
+
+
+def csv_text(rows: list[dict]) -> str:
+    """`render(DataFrame(rows), "csv")` without pandas (simflow parse's CSV of a large log: pandas alone is 60 MB
+    of memory): the same columns, whole numbers as such, floats as Python writes them, missing values empty."""
+    import csv
+    import io
+
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+
+    def missing(v) -> bool:
+        return v is None or (isinstance(v, float) and math.isnan(v))
+
+    kinds = {}
+    for c in columns:
+        values = [row.get(c) for row in rows if not missing(row.get(c))]
+        if values and all(isinstance(v, bool) for v in values):
+            kinds[c] = "bool"
+        elif values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            whole = all(isinstance(v, int) or (math.isfinite(v) and v == int(v)) for v in values)
+            kinds[c] = "int" if whole else "float"
+        else:
+            kinds[c] = "object"
+
+    def text(c, v) -> str:
+        if missing(v):
+            return ""
+        if kinds[c] == "int":
+            return str(int(v))
+        if kinds[c] == "float":
+            return repr(float(v))
+        return str(v)
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([text(c, row.get(c)) for c in columns])
+    return out.getvalue()

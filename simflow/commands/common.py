@@ -169,12 +169,16 @@ def _emit(text: str, output: str | None) -> None:
 
 def _out(args, data, rows: list[dict], text: str | None = None, title: str = "") -> None:
     """What a command prints, in its --format: `data` as JSON, `rows` as markdown or CSV (and as the fitted table
-    unless `text` is the table form), to -o."""
-    from ..tables import render
+    unless `text` is the table form), to -o. `data` and `text` may be functions, called only for their format
+    (a large log's JSON and table are not made for its CSV)."""
+    from ..tables import csv_text, render
 
+    text = text() if callable(text) and args.format == "table" else (None if callable(text) else text)
     if args.format == "json":
-        body = json.dumps(data, indent=2)
-    elif args.format in ("markdown", "csv", "html"):
+        body = json.dumps(data() if callable(data) else data, indent=2)
+    elif args.format == "csv":  # without pandas: `simflow parse` of a 1 GB log stays small
+        body = csv_text(rows)
+    elif args.format in ("markdown", "html"):
         import pandas as pd
 
         body = render(pd.DataFrame(rows), args.format, title)

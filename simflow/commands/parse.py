@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .. import terminal
 from ..errors import UserError
@@ -50,9 +51,10 @@ def cmd_parse(args) -> int:
         print(line, file=sys.stderr)
     shown = rows if len(logs) > 1 else [{k: v for k, v in r.items() if k != "log"} for r in rows]
     if args.csv:  # the older spelling of --format csv -o FILE, kept beside a table or JSON on standard output
-        import pandas as pd
+        from ..tables import csv_text
 
-        replace_with(args.csv, lambda tmp: pd.DataFrame(shown).to_csv(tmp, index=False))
-    _out(args, json.loads(terminal.parse_json(rows, logs)), shown, terminal.parse_text(rows, logs, args.all))
+        replace_with(args.csv, lambda tmp: Path(tmp).write_text(csv_text(shown)))
+    _out(args, lambda: json.loads(terminal.parse_json(rows, logs)), shown,
+         lambda: terminal.parse_text(rows, logs, args.all))
     return code
 
