@@ -52,3 +52,22 @@ def test_a_fifo_is_written_in_place(tmp_path):
     write_text(fifo, "through the pipe\n")
     reader.join(timeout=10)
     assert got == ["through the pipe\n"] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_csv_without_pandas_is_the_text_pandas_writes():
+    """`simflow parse -f csv` writes its CSV without pandas (memory on a 1 GB log): the same text as render()."""
+    import math
+    from pathlib import Path
+
+    import pandas as pd
+
+    from simflow import api
+    from simflow.tables import csv_text, render
+
+    data = Path(__file__).parent / "data"
+    cases = [rows for p in sorted(data.glob("*qv100*.log.gz")) if (rows := api.parse_rows(str(p))[0])]
+    assert len(cases) >= 6
+    cases.append([{"a": 1, "b": 2.5, "c": "x,y", "d": True, "e": None, "f": 3.0},
+                  {"a": math.nan, "b": 1e-05, "c": 'say "hi"', "d": False, "e": 7, "f": 14121600.0, "g": [1, 2]}])
+    for rows in cases:
+        assert csv_text(rows) == render(pd.DataFrame(rows), "csv")
