@@ -132,7 +132,8 @@ def test_simulator_and_hardware_side_by_side(tmp_path):
         correlate([runs["gpgpusim", "shared"], runs["gpu-ncu", "shared"]])
 
 
-def test_report_shows_the_correlation(tmp_path):
+def _report_of_both_ways(tmp_path) -> list:
+    """global and shared, simulated and profiled, in one report (tmp_path/report)."""
     from simflow.analysis.report import write_report
 
     with Store(tmp_path) as store:
@@ -140,7 +141,11 @@ def test_report_shows_the_correlation(tmp_path):
             store.add(sim_record(tmp_path, variant))
             store.add(hw_record(variant))
         runs = store.runs()
-    paths = write_report(runs, tmp_path / "report", by=["variant"])
+    return write_report(runs, tmp_path / "report", by=["variant"])
+
+
+def test_report_shows_the_correlation(tmp_path):
+    paths = _report_of_both_ways(tmp_path)
     page = (tmp_path / "report" / "index.html").read_text()
     assert "Simulator vs hardware (2 jobs run both ways)" in page and "ordered_differently" in page
     scatter = tmp_path / "report" / "sim-vs-hardware-SM7_QV100-gpu_sim_cycle.svg"
@@ -152,14 +157,7 @@ def test_report_shows_the_correlation(tmp_path):
 def test_the_simulator_vs_hardware_section_in_chromium(tmp_path):
     from browser import measure
 
-    from simflow.analysis.report import write_report
-
-    with Store(tmp_path) as store:
-        for variant in ("global", "shared"):
-            store.add(sim_record(tmp_path, variant))
-            store.add(hw_record(variant))
-        runs = store.runs()
-    write_report(runs, tmp_path / "report", by=["variant"])
+    _report_of_both_ways(tmp_path)
     for width in (800, 1280, 1920):
         seen = measure(tmp_path / "report" / "index.html", width)
         assert seen["scrollWidth"] <= width and not seen["outside"] and not seen["overlaps"], (width, seen)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_backends import ECHO
 
 from simflow import settings
 from simflow.backends import backend_names, register
@@ -64,29 +65,21 @@ def test_flags_go_over_the_environment_and_the_process_keeps_them(monkeypatch, t
 
 
 SEEN = '''
+from echo_backend import EchoBackend
 from simflow import settings
-from simflow.backends.base import Availability, Backend
 from simflow.kernels.variants import VARIANTS
-from simflow.results.record import RunResult
 from simflow.sim.catalogue import USER_STATS
 
 
-class SeenBackend(Backend):
+class SeenBackend(EchoBackend):
     """Reports what its worker process knows: the user's stats and variants, and its settings."""
 
     name = "seen"
     default_metrics = ("user_stats", "rows_known")
     speed_metric = ""
 
-    @classmethod
-    def probe(cls):
-        return Availability(True, "always here")
-
     def run(self, job, folder, kernel=None):
-        kernel = kernel or job.kernel()
-        result = RunResult(status="passed", backend=self.name, variant=job.variant, params=dict(job.params),
-                           problem=job.problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
-                           seed=job.seed, job=job)
+        result = super().run(job, folder, kernel)
         result.add("user_stats", len(USER_STATS))
         result.add("rows_known", int("rows" in VARIANTS))
         result.environment["cache"] = str(settings.current().cache_dir)
@@ -99,6 +92,7 @@ def test_a_sweep_worker_has_its_parents_stats_variants_backends_and_folders(tmp_
     environment; the user's stats did not reach it at all."""
     import simflow.api as sf
 
+    (tmp_path / "echo_backend.py").write_text(ECHO)
     (tmp_path / "seen_backend.py").write_text(SEEN)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the worker imports the module too
@@ -128,6 +122,7 @@ def test_a_sweep_worker_has_its_parents_stats_variants_backends_and_folders(tmp_
 
         reload_variants()
         sys.modules.pop("seen_backend", None)
+        sys.modules.pop("echo_backend", None)
     assert "seen" not in backend_names()  # registered in those settings only
 
 
