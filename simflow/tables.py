@@ -176,18 +176,16 @@ def csv_text(rows: list[dict]) -> str:
         else:
             kinds[c] = "object"
 
-    def text(c, v) -> str:
-        if missing(v):
-            return ""
-        if kinds[c] == "int":
-            return str(int(v))
-        if kinds[c] == "float":
-            return repr(float(v))
-        return str(v)
+    def formatter(kind: str):
+        if kind == "int":
+            return lambda v: "" if missing(v) else str(int(v))
+        if kind == "float":
+            return lambda v: "" if missing(v) else repr(float(v))
+        return lambda v: "" if missing(v) else str(v)
 
+    formats = [(c, formatter(kinds[c])) for c in columns]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    for row in rows:
-        writer.writerow([text(c, row.get(c)) for c in columns])
+    writer.writerows([f(row.get(c)) for c, f in formats] for row in rows)
     return out.getvalue()
