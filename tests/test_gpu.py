@@ -681,7 +681,7 @@ BF16_CASES = [("mma_nhwc", {}, "3x3"), ("mma_nhwc", {"split": 2}, "3x3"),
               ("wgmma_nhwc", {"tile_m": 64, "tile_n": 128, "persistent": True}, "1x1"),
               ("wgmma_nchw", {}, "1x1"), ("wgmma_nchw", {"tile_n": 64, "persistent": True}, "1x1"),
               ("wgmma_nchw", {"gather": True, "tile_n": 64}, "1x1-s2"), ("wmma", {}, "3x3-m64"),
-              ("wmma_nhwc", {}, "3x3-m64"), ("wmma_nhwc", {"tile_n": 256, "bk": 64}, "3x3-m64")]
+              ("wmma_nhwc", {}, "3x3-m64"), ("wmma_nhwc", {"tile_n": 256, "stages": 4}, "3x3-m64")]
 
 
 @pytest.mark.parametrize("variant,params,layer", BF16_CASES,

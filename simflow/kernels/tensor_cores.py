@@ -128,6 +128,9 @@ class WmmaNhwcVariant(WmmaVariant):
         if params["precision"] == "tf32" and (params["tile_n"] == 256 or params["bk"] == 64):
             raise LimitError("registers per thread (tf32 operands with 64 x 64 warp tiles or bk=64)", "more than 255",
                              "255 (ptxas spills to local memory)", "use tile_n=128 and bk=32 with tf32")
+        if params["precision"] == "bf16" and params["tile_n"] == 256 and params["bk"] == 64:
+            raise LimitError("registers per thread (bf16 WMMA fragments with 64 x 64 warp tiles and bk=64)",
+                             "more than 255", "255 (ptxas spills to local memory)", "use tile_n=128 or bk=32 with bf16")
 
     @staticmethod
     def padded_channels(problem: Problem, params: dict) -> int:
