@@ -53,8 +53,8 @@ def settings(m: dict) -> list[Setting]:
     l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
     issue = m["warp_fma_issue_per_sm_per_cycle"]
     launch = [Setting("gpgpu_kernel_launch_latency", round(m["launch_us"] * clock), "derived",
-                      f"an empty one-block kernel's {m['launch_us']:.2f} us (CUDA events, queued behind a spin, as a run is "
-                      f"timed) in SM cycles")] if "launch_us" in m else []
+                      f"an empty one-block kernel's {m['launch_us']:.2f} us (CUDA events, queued behind a spin, "
+                      "as a run is timed) in SM cycles")] if "launch_us" in m else []
     return [
         *launch,
         Setting("gpgpu_n_clusters", sms, "measured", "SMs (device attribute)"),
