@@ -35,7 +35,7 @@ class Settings:
     engine_options: str = ""  # extra options for the engine's run command, split as a shell would
     ncu: str = ""  # Nsight Compute's ncu ('' -> PATH, then /usr/local/cuda/bin/ncu)
     simulator: str = ""  # GPGPU-Sim's folder, GPGPUSIM_ROOT ('' -> simflow.toml, the user config, usual places)
-    cuda_device: int = 0  # the GPU the gpu backends open
+    cuda_device: str = "0"  # the GPU the gpu backends open (a number; read as one where a GPU is opened)
     toolkits: tuple[str, ...] = ()  # CUDA installs named by SIMFLOW_CUDA11, CUDA_INSTALL_PATH, CUDA_HOME, CUDA_PATH
     config_home: str = ""  # $XDG_CONFIG_HOME ('' -> ~/.config): the user config simflow/config.toml
     cache_home: str = ""  # $XDG_CACHE_HOME ('' -> ~/.cache)
@@ -57,7 +57,7 @@ class Settings:
             engine_options=env.get("SIMFLOW_ENGINE_OPTIONS", ""),
             ncu=env.get("SIMFLOW_NCU", ""),
             simulator=env.get("GPGPUSIM_ROOT", ""),
-            cuda_device=int(env.get("CUDA_DEVICE") or 0),
+            cuda_device=env.get("CUDA_DEVICE") or "0",
             toolkits=tuple(env[v] for v in TOOLKIT_VARIABLES if env.get(v)),
             config_home=env.get("XDG_CONFIG_HOME", ""),
             cache_home=env.get("XDG_CACHE_HOME", ""),

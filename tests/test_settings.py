@@ -33,11 +33,11 @@ def test_every_setting_from_the_environment():
     assert found.backends == (("echo", "echo_backend:EchoBackend"),)  # entries without 'name=module:Class' dropped
     assert (found.engine, found.engine_options, found.ncu, found.simulator) == (
         "podman", "--ulimit nofile=1024:1024", "/n/ncu", "/g")
-    assert found.cuda_device == 1 and found.toolkits == ("/cuda11", "/cuda")  # SIMFLOW_CUDA11 first
+    assert found.cuda_device == "1" and found.toolkits == ("/cuda11", "/cuda")  # SIMFLOW_CUDA11 first
     assert found.user_config == Path("/x/simflow/config.toml") and found.columns == 80 and found.no_color
     bare = settings.Settings.from_environment({"HOME": "/home/u"})
     assert bare.results_dir == Path("simflow-results") and bare.cache_dir.name == "simflow"
-    assert bare.columns == 0 and not bare.no_color and bare.backends == () and bare.cuda_device == 0
+    assert bare.columns == 0 and not bare.no_color and bare.backends == () and bare.cuda_device == "0"
 
 
 def test_only_the_settings_module_reads_the_environment_and_nothing_writes_it():

@@ -73,7 +73,7 @@ _PRIMARY: list = []
 def _primary_context():
     """The device's primary context, made current once per process and shared by every backend."""
     if not _PRIMARY:
-        device = drv.Device(current().cuda_device)
+        device = drv.Device(int(current().cuda_device))
         context = device.retain_primary_context()
         context.push()
         atexit.register(context.pop)
@@ -107,7 +107,7 @@ class GpuBackend(Backend):
         reason = _no_gpu_reason()
         if reason:
             return Availability(False, reason, PYCUDA_HELP if drv is None else "run on a machine with an NVIDIA GPU")
-        dev = drv.Device(current().cuda_device)
+        dev = drv.Device(int(current().cuda_device))
         major, minor = dev.compute_capability()
         return Availability(True, f"{dev.name()} (sm_{major}{minor}), PyCUDA {pycuda.VERSION_TEXT}")
 
