@@ -103,7 +103,7 @@ HALF_IO = [*(("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": m, "t
 def test_half_io_compiles_without_spills(variant, params):
     """io=float16 on layers other than test_compiles_cleanly's 5x5 problem (mma_nchw takes 1x1 stride-1 layers only):
     every setting here."""
-    one = variant == "mma_nchw"
+    one = variant in ("mma_nchw", "wgmma_nchw")  # x read in place: 1x1 layers
     layer = Problem(B=2, C=40, M=24, H=6, W=10, K=1 if one else 3, pad=0 if one else 1, name="ragged")
     kernel = render(variant, layer, params)
     arch = kernel.build_arch("sm_90")
