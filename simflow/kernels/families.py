@@ -290,19 +290,21 @@ def _mma_sync_refusal(params: dict) -> str:
             f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
 
 
+# What to use instead, by (io, precision) where the two do not go together
+_IO16_HINTS = {("float16", "tf32"): "use io=float32 for TF32",
+               ("float16", "bf16"): "use io=float32 for bf16, or io=bfloat16 for bf16",
+               ("bfloat16", "tf32"): "use io=float32 for TF32",
+               ("bfloat16", "fp16"): "use io=float16 for fp16 (or io=float32)"}
+
+
 def _check_half_io(variant: str, params: dict) -> None:
     """io=float16 (half x, w, y) computes in fp16, io=bfloat16 in bf16."""
     io, precision = params["io"], params["precision"]
     need = IO16[io][1]
     if precision != need:
-        if io == "float16":
-            raise LimitError(f"{variant} io=float16 (half tensors in, half out)", f"precision={precision}",
-                             "precision=fp16", f"use io=float32 for {'TF32' if precision == 'tf32' else 'bf16'}, "
-                             "or io=bfloat16 for bf16" if precision == "bf16" else
-                             f"use io=float32 for {'TF32' if precision == 'tf32' else 'bf16'}")
-        raise LimitError(f"{variant} io=bfloat16 (bf16 tensors in, bf16 out)", f"precision={precision}",
-                         "precision=bf16", "use io=float16 for fp16 (or io=float32)" if precision == "fp16"
-                         else "use io=float32 for TF32")
+        what = "half tensors in, half out" if io == "float16" else "bf16 tensors in, bf16 out"
+        raise LimitError(f"{variant} io={io} ({what})", f"precision={precision}", f"precision={need}",
+                         _IO16_HINTS[io, precision])
 
 
 def _round_up(n: int, multiple: int) -> int:
