@@ -10,7 +10,9 @@ The "limit" column names the first of these that holds, in this order (threshold
 - "tensor pipe": the tensor pipe is active 60 % of the kernel's cycles or more: the math is the limit;
 - "issue": 60 % or more of the issue slots issued an instruction: the instruction count is the limit;
 - "DRAM": DRAM bytes moved at 60 % or more of the copy rate the suite measured (--copy-gbps);
-- "tail": fewer than 2 waves of blocks, and the last one less than 3/4 full: SMs idle in the last wave;
+- "few blocks": the block slots of the last wave left empty are a fifth or more of all the waves' (waves over
+  waves rounded up below 0.8: 0.76 waves leave 24 % of the slots empty, 1.4 waves 30 %); a persistent kernel's
+  tiles shared unevenly among its blocks are not seen here;
 - else "latency: <state>": the warp state that lost the most issue slots (long scoreboard: global loads;
   barrier: block syncs; gmma: waiting on a wgmma; ...).
 """
@@ -32,7 +34,7 @@ from simflow import api  # noqa: E402
 from simflow.backends import ncu  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 
-PIPE, ISSUE, DRAM_SHARE, FULL = 60.0, 60.0, 60.0, 0.75
+PIPE, ISSUE, DRAM_SHARE, FULL = 60.0, 60.0, 60.0, 0.8
 
 
 def parse_config(label: str) -> tuple[str, dict[str, str]]:
@@ -50,8 +52,8 @@ def limit(pipe: float, issued: float, dram_share: float, waves: float, lost: dic
         return "issue"
     if dram_share >= DRAM_SHARE:
         return "DRAM"
-    if waves < 2 and (waves - math.floor(waves) or 1.0) < FULL:
-        return "tail"
+    if waves > 0 and waves / math.ceil(waves) < FULL:
+        return f"few blocks ({100 * (1 - waves / math.ceil(waves)):.0f} % of slots empty)"
     worst = max(lost, key=lost.get) if lost else "?"
     return f"latency: {worst}"
 

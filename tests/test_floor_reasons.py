@@ -56,7 +56,9 @@ def test_the_limit_is_the_first_rule_that_holds(floor_reasons):
     assert floor_reasons.limit(75, 90, 90, 1.1, lost) == "tensor pipe"
     assert floor_reasons.limit(30, 72, 90, 1.1, lost) == "issue"
     assert floor_reasons.limit(30, 20, 70, 1.1, lost) == "DRAM"
-    assert floor_reasons.limit(30, 20, 10, 1.4, lost) == "tail"  # 1.4 waves: the second is 40 % full
+    assert floor_reasons.limit(30, 20, 10, 1.4, lost) == "few blocks (30 % of slots empty)"  # 1.4 of 2 waves
+    assert floor_reasons.limit(30, 20, 10, 0.76, lost) == "few blocks (24 % of slots empty)"
+    assert floor_reasons.limit(30, 20, 10, 0.85, lost) == "latency: barrier"  # 15 % empty
     assert floor_reasons.limit(30, 20, 10, 1.9, lost) == "latency: barrier"  # its last wave 90 % full
     assert floor_reasons.limit(30, 20, 10, 1.0, lost) == "latency: barrier"  # one whole wave: no tail
     assert floor_reasons.limit(math.nan, math.nan, math.nan, 5.0, {}) == "latency: ?"
