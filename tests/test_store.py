@@ -263,3 +263,17 @@ def test_a_run_is_filed_under_its_job_and_an_old_result_json_reads_through_the_m
     assert (again.job.config_name, again.job.config_key) == ("SM7_QV100", result.job.config_key)
     with pytest.raises(ValueError, match="format 99 is newer than this simflow reads"):
         RunResult.from_dict({**data, "format": 99})
+
+
+def test_a_record_of_a_job_takes_its_identity_from_the_job():
+    from simflow.job import Job
+    from simflow.kernels.problems import get_problem
+    from simflow.results.record import RunResult
+
+    job = Job.make("shared", {"tile": 8}, get_problem("batch3x3"), "gpgpusim", seed=7)
+    result = RunResult.of(job, "refused", "f" * 16, reason="why")
+    assert (result.variant, result.params, result.problem, result.backend, result.seed, result.job) == (
+        job.variant, dict(job.params), job.problem, job.backend, 7, job)
+    assert (result.status, result.fingerprint, result.reason) == ("refused", "f" * 16, "why")
+    result.params["tile"] = 16
+    assert dict(job.params)["tile"] == 8  # the record's copy, not the job's

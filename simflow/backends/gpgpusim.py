@@ -197,9 +197,8 @@ def finish(folder: Path) -> RunResult:
     """Read what the execute step left and decide the run's status: the run's record (the caller keeps it)."""
     spec = json.loads((folder / "run.json").read_text())
     job = Job.from_dict(spec["job"])
-    result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                       problem=job.problem, fingerprint=spec["fingerprint"], kernels=list(spec["kernels"]),
-                       run_id=spec["run_id"], seed=job.seed, created=spec["created"], job=job)
+    result = RunResult.of(job, "passed", spec["fingerprint"], kernels=list(spec["kernels"]), run_id=spec["run_id"],
+                          created=spec["created"])
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),
                         "program_source": str(folder / "program.cu")}
     path = folder / "execution.json"

@@ -216,11 +216,8 @@ class GpuBackend(Backend):
         the caller: the module itself stays in memory). `folder` may be None for a run that keeps nothing."""
         kernel = kernel or job.kernel()
         problem, batch = job.problem, job.problem.B
-        result = RunResult(
-            status="passed", backend=self.name, variant=job.variant, params=dict(job.params),
-            problem=problem, fingerprint=kernel.fingerprint(), environment=self.environment(),
-            kernels=kernel.kernel_names, seed=job.seed, job=job,
-        )
+        result = RunResult.of(job, "passed", kernel.fingerprint(), environment=self.environment(),
+                              kernels=kernel.kernel_names)
         try:
             launches = kernel.launches(batch)
             kernel.build_arch(self.limits.arch)

@@ -354,10 +354,8 @@ def profile(job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=job.timeout_s)
     raw = proc.stdout + proc.stderr
     (folder / "ncu.log").write_text(raw)
-    result = RunResult(status="passed", backend="gpu-ncu", variant=job.variant, params=dict(job.params),
-                       problem=problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
-                       run_id=folder.name, seed=job.seed, job=job,
-                       environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
+    result = RunResult.of(job, "passed", kernel.fingerprint(), kernels=kernel.kernel_names, run_id=folder.name,
+                          environment={"ncu": str(ncu), "ncu_options": " ".join(NCU_OPTIONS)})
     if unknown := [c for c in COUNTERS if c not in counters]:
         result.environment["ncu_unknown_counters"] = ", ".join(unknown)
     result.artifacts = {"run_dir": str(folder), "kernel_source": str(folder / "kernel.cu"),

@@ -74,6 +74,13 @@ class RunResult:
     # another application, an old result.json) gets the job its fields describe.
     job: Job | None = None
 
+    @classmethod
+    def of(cls, job: Job, status: str, fingerprint: str, **fields) -> RunResult:
+        """The record of a run of `job`: its identity (variant, parameters, problem, backend, seed) is the job's,
+        taken in this one place."""
+        return cls(status=status, backend=job.backend, variant=job.variant, params=dict(job.params),
+                   problem=job.problem, fingerprint=fingerprint, seed=job.seed, job=job, **fields)
+
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")

@@ -210,8 +210,7 @@ def refusal_fingerprint(job: Job) -> str:
 
 def refused_result(job: Job, why: str, fingerprint: str, results: Path) -> RunResult:
     """The record of a job its variant refused to render, with a run folder holding the job."""
-    result = RunResult(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
-                       problem=job.problem, fingerprint=fingerprint, reason=why, seed=job.seed, job=job)
+    result = RunResult.of(job, "refused", fingerprint, reason=why)
     result.run_id, folder = new_run_folder(job.variant, results)
     write_json(folder / "job.json", job.as_dict())
     result.artifacts = {"run_dir": str(folder)}

@@ -301,10 +301,9 @@ def _record(job: Job, estimates: dict[str, Estimate], facts: dict, gpu: RunResul
     """The estimate as a stored run. `gpu`: a run on the GPU estimated (the probe's, where the samples ran on a cut
     one): its environment (config hash) and SM count are the estimate's."""
     last = samples[-1]
-    result = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                       problem=job.problem, fingerprint=job.kernel().fingerprint(), seed=job.seed, job=job,
-                       environment=dict(gpu.environment), kernels=job.kernel().kernel_names,
-                       units={k: v for s in samples for k, v in s.units.items()}, reason=reason)
+    result = RunResult.of(job, "passed", job.kernel().fingerprint(),
+                          environment=dict(gpu.environment), kernels=job.kernel().kernel_names,
+                          units={k: v for s in samples for k, v in s.units.items()}, reason=reason)
     for name, e in estimates.items():
         result.metrics[name] = e.value
     if "simulated_sms" in gpu.metrics:
