@@ -68,8 +68,8 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
     estimated from three simulated batches on `workers` processes, its record with `.estimate` (always stored).
     A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None). `watch`: see
     run.jobs.run_job (simflow sim's live progress line)."""
-    from .backends import backend_class
     from .job import Job, not_taken
+    from .registry import backend_class
     from .run.jobs import run_job
 
     problem = problem_of(problem, batch)
@@ -196,7 +196,7 @@ def tune(layers: list[Problem], names: list[str], *, every: bool = False, batch:
     a configuration in `precision`), within a budget of `runs` configurations and/or `time_s` seconds a layer,
     `workers` at once where the backend allows. `progress(text, trial, state)` hears each layer start (trial None)
     and each configuration tried (state: run.tune.Progress); `layer_done(result)` each layer's result."""
-    from .backends import backend_class
+    from .registry import backend_class
     from .run.tune import tunable_variants
     from .run.tune import tune as tune_layer
 
@@ -314,8 +314,8 @@ def _importable(path: Path):
 
 def variants() -> list[dict]:
     """Every variant: its summary, precision, parameters (choices, default, help) and what each backend says of it."""
-    from .backends import backend_class, backend_names
     from .kernels.variants import VARIANTS, show_value
+    from .registry import backend_class, backend_names
 
     return [{"variant": v.name, "summary": v.summary, "precision": v.precision_of(v.resolve()),
              "params": [{"name": p.name, "choices": [show_value(c) for c in p.choices],
@@ -538,8 +538,8 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
 def doctor(*, probe_builds: bool = True, refresh: bool = False, require: list[str] | tuple[str, ...] = ()):
     """What simflow can use here and how to get what is missing (simflow doctor's findings), and which of the
     `require`d backends are absent."""
-    from .backends import backend_class
     from .doctor import diagnose
+    from .registry import backend_class
 
     findings = diagnose(probe_builds=probe_builds, refresh=refresh)
     return findings, [name for name in require if not backend_class(name).probe().available]

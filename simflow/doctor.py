@@ -3,9 +3,9 @@ own parts (Backend.doctor: the GPU and PyCUDA, the simulator and its container e
 
 from __future__ import annotations
 
-from .backends import backend_class, backend_names
 from .backends.base import Finding
 from .kernels.toolkits import CUDA11_HELP, find_toolkits
+from .registry import backend_class, backend_names
 
 
 def toolkit_findings() -> list[Finding]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING
 
-from .backends import backend_class
 from .errors import UserError
 from .kernels.problems import Problem
 from .kernels.values import show_value
+from .registry import backend_class
 
 if TYPE_CHECKING:
     from .kernels.variants import Kernel
@@ -103,7 +103,7 @@ class Job:
 def not_taken(backend: str, what: str) -> str:
     """Why a backend refuses a simulator config (with a container image or engine) or sampled simulation."""
     attr = "takes_config" if "config" in what else "sampling"
-    from .backends import backend_names
+    from .registry import backend_names
 
     able = ", ".join(n for n in backend_names() if getattr(backend_class(n), attr))
     return (f"--config, --docker, --engine and --sample are for backends with {what} ({able}); backend {backend} "

@@ -11,8 +11,8 @@ import textwrap
 import threading
 import time
 
-from .backends import backend_class, known_backend
 from .kernels.values import show_value
+from .registry import backend_class, known_backend
 from .tables import demangle, duration, table, width
 
 

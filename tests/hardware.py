@@ -9,8 +9,8 @@ import os
 import shutil
 import subprocess
 
-from simflow.backends import backend_class
 from simflow.kernels.toolkits import find_toolkits
+from simflow.registry import backend_class
 
 _gpu = backend_class("gpu").probe()
 

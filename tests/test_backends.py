@@ -6,10 +6,10 @@ import sys
 import pytest
 from conftest import simflow
 
-from simflow.backends import backend_class, backend_names, register
 from simflow.backends.base import Availability, Backend
 from simflow.job import Job
 from simflow.kernels.problems import get_problem
+from simflow.registry import backend_class, backend_names, register
 from simflow.results.metrics import default_metrics, speed_metric
 from simflow.results.store import Store
 from simflow.run.jobs import run_job

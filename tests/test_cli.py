@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, simflow
 
-from simflow.backends import backend_class
 from simflow.cli import main
 from simflow.kernels.problems import get_problem
 from simflow.kernels.variants import VARIANTS
+from simflow.registry import backend_class
 
 
 def test_variants_json(capsys):

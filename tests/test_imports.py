@@ -15,25 +15,28 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _executed(tree: ast.AST):
-    """Every node but those under `if TYPE_CHECKING:` (imports for annotations alone, never run)."""
+def _executed(tree: ast.AST, annotations: bool = False):
+    """Every node but those under `if TYPE_CHECKING:` (imports for annotations alone, never run; with
+    `annotations`, those too)."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+        typing_only = getattr(node, "test", None) is not None and getattr(
+            node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
+        if isinstance(node, ast.If) and typing_only and not annotations:
             yield from (n for child in node.orelse for n in [child, *_executed(child)])
             continue
         yield node
-        yield from _executed(node)
+        yield from _executed(node, annotations)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the simflow modules it imports anywhere in its text (annotation-only imports aside). `from . import
-    x` is an import of the submodule x, not of the package; `from . import name` of anything else is one of the
-    package."""
+def import_graph(annotations: bool = False) -> dict[str, set[str]]:
+    """Module -> the simflow modules it imports anywhere in its text (with `annotations`, its imports under `if
+    TYPE_CHECKING:` too). `from . import x` is an import of the submodule x, not of the package; `from . import
+    name` of anything else is one of the package."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _executed(ast.parse(path.read_text())):
+        for node in _executed(ast.parse(path.read_text()), annotations):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -84,6 +87,27 @@ def test_no_import_cycle():
     graph = import_graph()
     assert "simflow.run.sweep" in graph["simflow.api"]  # imported inside a function: counted
     assert cycles(graph) == []
+
+
+def test_no_import_cycle_counting_imports_for_annotations_alone():
+    graph = import_graph(annotations=True)
+    source = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import typed_only\n")
+    assert [n.names[0].name for n in _executed(source, True) if isinstance(n, ast.Import)] == ["typed_only"]
+    assert [n for n in _executed(source) if isinstance(n, ast.Import)] == []
+    assert cycles(graph) == []
+
+
+def _package(module: str) -> str:
+    """simflow.X for a module of a subpackage X (simflow.run.sweep -> simflow.run), else the module itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else module
+
+
+def test_no_two_packages_import_each_other():
+    """A package below another never imports up into it: the backend registry sits under job and results
+    (issue 59 counted 7 such pairs; the last two went through the registry)."""
+    edges = {(_package(a), _package(b)) for a, targets in import_graph().items() for b in targets}
+    assert sorted((a, b) for a, b in edges if a < b and a != b and (b, a) in edges) == []
 
 
 def test_the_check_sees_a_cycle_through_an_import_inside_a_function():

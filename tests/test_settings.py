@@ -9,9 +9,9 @@ import pytest
 from test_backends import ECHO
 
 from simflow import settings
-from simflow.backends import backend_names, register
 from simflow.job import Job
 from simflow.kernels.problems import get_problem
+from simflow.registry import backend_names, register
 from simflow.results.store import Store
 from simflow.run.sweep import run_sweep
 from simflow.run.sweep_file import load_sweep

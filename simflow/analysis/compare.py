@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import known_backend
 from ..errors import UserError
+from ..registry import known_backend
 from ..results.metrics import better, default_metrics, speed_metric, stand_in
 from ..results.selectors import matches, parse_selector
 from ..results.store import StoredRun, problem_key, shape_key

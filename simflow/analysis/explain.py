@@ -20,8 +20,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
+from ..registry import backend_class, backend_names, known_backend
 from ..results.store import StoredRun
 from ..sim.catalogue import aggregate, stat_of
 from ..tables import render

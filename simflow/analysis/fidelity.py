@@ -12,8 +12,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
 from ..errors import UserError
+from ..registry import backend_class, backend_names
 from ..results.store import StoredRun, problem_key
 
 # The counters whose agreement `fidelity` reports (the simulator's names; the hardware's are the gpu-ncu

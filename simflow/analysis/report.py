@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..backends import backend_class, backend_names, known_backend
 from ..errors import UserError
+from ..registry import backend_class, backend_names, known_backend
 from ..results.folders import write_text
 from ..results.metrics import better, speed_metric, stand_in
 from ..results.store import StoredRun

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..errors import MissingTool, UserError
 from ..job import Job
 from ..kernels.variants import Kernel, show_value
+from ..registry import backend_class
 from ..settings import current
 from ..sim.catalogue import stat_of
 from .base import Availability, Backend, Finding, RunResult
@@ -400,8 +401,6 @@ class NcuBackend(Backend):
 
     @classmethod
     def probe(cls) -> Availability:
-        from . import backend_class
-
         gpu = backend_class("gpu").probe()
         if not gpu.available:
             return Availability(False, gpu.detail, gpu.how_to_get)
@@ -412,8 +411,6 @@ class NcuBackend(Backend):
 
     @classmethod
     def check(cls, job: Job) -> None:
-        from . import backend_class
-
         backend_class("gpu").check(job)
         find_ncu()
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import terminal
-from ..backends import backend_names
+from ..registry import backend_names
 from .common import (
     _out,
     _output_args,

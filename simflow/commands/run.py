@@ -7,9 +7,9 @@ import argparse
 import sys
 
 from .. import terminal
-from ..backends import backend_names
 from ..errors import UserError
 from ..job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+from ..registry import backend_names
 from .common import (
     _at_least,
     _exit_code,

@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from .. import terminal
-from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..kernels.problems import suite
+from ..registry import backend_class, backend_names
 from .common import (
     _at_least,
     _out,

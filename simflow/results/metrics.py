@@ -4,7 +4,7 @@ listed here."""
 
 from __future__ import annotations
 
-from ..backends import backend_class, backend_names, known_backend
+from ..registry import backend_class, backend_names, known_backend
 
 # The correctness check's figures, on every backend.
 CHECK_BETTER = {"rel_error": "lower", "max_abs_error": "lower", "max_rel_error": "lower", "max_scaled_error": "lower",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
 from ..errors import LimitError, ToolError, UserError
 from ..job import Job
 from ..kernels.problems import Problem
 from ..kernels.toolkits import compile_kernel, find_toolkits
 from ..kernels.variants import VARIANTS
+from ..registry import backend_class, backend_names
 from .jobs import run_job
 
 

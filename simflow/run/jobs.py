@@ -12,8 +12,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class
 from ..job import Job
+from ..registry import backend_class
 from ..results.folders import keep_result, new_run_folder
 from ..results.record import RunResult
 from ..settings import Settings, current, use

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
 from ..processes import die_with_parent, exit_when_orphaned, job_in_hand, sigterm_as_ctrl_c
+from ..registry import backend_class, backend_names
 from ..results.folders import keep_result, new_run_folder, write_json
 from ..results.record import RunResult
 from ..results.store import Store, StoreError

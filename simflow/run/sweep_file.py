@@ -26,11 +26,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem, suite
 from ..kernels.variants import VARIANTS, get_variant
+from ..registry import backend_class, backend_names
 
 TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "suite": "suite name(s)",
             "batch": "int",

@@ -21,11 +21,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..backends import backend_class, backend_names
 from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import Problem
 from ..kernels.variants import VARIANTS, get_variant
+from ..registry import backend_class, backend_names
 from ..results.folders import write_json
 from ..results.metrics import speed_metric
 from ..results.store import Store, shape_key
