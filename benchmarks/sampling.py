@@ -2,7 +2,7 @@
 to simulate whole.
 
 For each case and sample spec, the layer is estimated at every full batch of the case (4 to 64 waves of
-thread blocks) exactly as `simflow sim --sample SPEC` does (simflow.run.sweep.run_sampled: a probe, three samples
+thread blocks) exactly as `simflow sim --sample SPEC` does (simflow.run.sampled.run_sampled: a probe, three samples
 of whole images or of the launch's first CTAs, the estimate), and each full batch is simulated whole too. The
 table gives, per full batch, the relative error of cycles, instructions, L1D and L2 misses and IPC, the stated
 cycle bound and whether it covers the error, and the speed-up: the full run's simulator seconds over the probe's and
@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import Problem  # noqa: E402
 from simflow.results.store import Store  # noqa: E402
-from simflow.run.sweep import run_sampled, run_sweep, stored_run  # noqa: E402
+from simflow.run.sampled import run_sampled, stored_run  # noqa: E402
+from simflow.run.sweep import run_sweep  # noqa: E402
 from simflow.run.sweep_file import Sweep  # noqa: E402
 from simflow.sim.sampling import SampleSpec, at_batch, sample_batches  # noqa: E402
 

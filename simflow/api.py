@@ -94,7 +94,9 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
     if not refused:
         cls.check(job)
     if spec is not None:
-        return _sampled(job, spec, workers, results, progress)
+        from .run.sampled import sampled_run
+
+        return sampled_run(job, spec, _results(results), workers, progress)
     if progress and not refused:
         progress(f"running {job.describe()}{' in image ' + job.docker_image if job.docker_image else ''} ...")
     result = run_job(job, _results(results), watch=watch)
@@ -121,19 +123,6 @@ def best_of(problem: Problem, backend: str, config: str, precision: str = "float
 
     found, tuned = best_config(_results(results), problem, backend, config, precision, variant)
     return found, {**tuned, **(params or {})}
-
-
-def _sampled(job, spec, workers: int | None, results, progress) -> RunResult:
-    from .results.store import Store
-    from .run.sweep import run_sampled
-
-    if progress:
-        progress(f"sampling {job.describe()}: a probe, then three samples of {spec.for_kernel(job.kernel())} ...")
-    with Store(_results(results)) as kept:
-        (outcome,) = run_sampled([job], kept, spec, workers=workers, quiet=progress is None)
-    if outcome.result is None:
-        raise UserError(f"no estimate for {job.describe()}: {outcome.error}")
-    return outcome.result
 
 
 def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
@@ -167,7 +156,8 @@ def sweep(file: str | Path, *, workers: int | None = None, executor: str = "loca
     import time
 
     from .results.store import Store
-    from .run.sweep import plan, run_sampled, run_sweep
+    from .run.sampled import run_sampled
+    from .run.sweep import plan, run_sweep
     from .run.sweep_file import load_sweep
     from .sim.sampling import SampleSpec
 
