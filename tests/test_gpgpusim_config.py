@@ -1,5 +1,6 @@
 """Config overlays merged onto a small synthetic base config (no simulator config is copied here)."""
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,17 @@ def test_instrumentation_prints_progress_without_changing_the_model(tmp_path):
     assert set(user.instrumentation) == {"trace_components", "liveness_message_freq"}
     assert instrument([("gpgpu_runtime_stat", "1000:2")], {}) == {**INSTRUMENTATION, "gpgpu_runtime_stat": "1000:12"}
     assert instrument([], {})["gpgpu_runtime_stat"] == "500:10"
+
+
+def test_a_config_is_parsed_once_for_its_text_and_again_once_edited(tmp_path, monkeypatch):
+    from simflow.sim import config as config_module
+
+    overlay = tmp_path / "mine.toml"
+    overlay.write_text('base = "SM7_QV100"\n[options]\ngpgpu_n_clusters = 40\n')
+    parses = []
+    monkeypatch.setattr(config_module, "_parsed", functools.lru_cache(maxsize=64)(
+        lambda *a: parses.append(a[1]) or config_module.parse_overlay(*a)))
+    first = config_module.load_config(str(overlay))
+    assert config_module.load_config(str(overlay)) is first and parses == ["mine"]
+    overlay.write_text('base = "SM7_QV100"\n[options]\ngpgpu_n_clusters = 20\n')
+    assert config_module.load_config(str(overlay)).options["gpgpu_n_clusters"] == "20" and len(parses) == 2

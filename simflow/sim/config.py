@@ -16,6 +16,7 @@ comment, a double-quoted value may span lines, and the last occurrence of an opt
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -92,17 +93,22 @@ def config_names() -> list[str]:
 
 
 def load_config(name_or_path: str) -> SimConfig:
-    """A config by name (gpgpusim_configs/NAME.toml) or a user's overlay file by path."""
+    """A config by name (gpgpusim_configs/NAME.toml) or a user's overlay file by path. The file is read each time
+    and parsed once for its text (_parsed): a run asks for its config several times (its identity, its folder, its
+    samples' cut GPU), and an edited file is parsed again. The SimConfig is shared: never change its options."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or os.sep in name_or_path:
         if not path.is_file():
             raise UserError(f"no config file {path}")
-        return parse_overlay(path.read_text(), path.stem, path)
+        return _parsed(path.read_text(), path.stem, path)
     candidate = configs_dir() / f"{name_or_path}.toml"
     if not candidate.is_file():
         raise UserError(f"unknown simulator config {name_or_path!r}; valid configs: {', '.join(config_names())} "
                         "(or the path of your own overlay .toml)")
-    return parse_overlay(candidate.read_text(), name_or_path, candidate)
+    return _parsed(candidate.read_text(), name_or_path, candidate)
+
+
+_parsed = functools.lru_cache(maxsize=64)(parse_overlay)
 
 
 def tokenize(text: str) -> list[str]:
