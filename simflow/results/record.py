@@ -110,9 +110,8 @@ class RunResult:
     @classmethod
     def refusal(cls, job: Job, kernel, reason: str, environment: dict | None = None) -> RunResult:
         """A run that was not made, and why: the same record on every path (a backend, a sweep)."""
-        return cls(status="refused", backend=job.backend, variant=job.variant, params=dict(job.params),
-                   problem=job.problem, fingerprint=kernel.fingerprint(), reason=reason,
-                   kernels=list(kernel.kernel_names), seed=job.seed, environment=dict(environment or {}), job=job)
+        return cls.of(job, "refused", kernel.fingerprint(), reason=reason, kernels=list(kernel.kernel_names),
+                      environment=dict(environment or {}))
 
     @classmethod
     def running(cls, job: Job, kernel, run_id: str, artifacts: dict, longest_s: float) -> RunResult:
@@ -121,11 +120,10 @@ class RunResult:
         (run_dir first); `longest_s`: past this the run has surely ended (its timeout and the watchdog's grace),
         wherever it ran."""
         deadline = (datetime.now(UTC) + timedelta(seconds=longest_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return cls(status="running", backend=job.backend, variant=job.variant, params=dict(job.params),
-                   problem=job.problem, fingerprint=kernel.fingerprint(),
-                   reason=f"running since {utc_timestamp()} (process {owner()})",
-                   kernels=list(kernel.kernel_names), seed=job.seed, run_id=run_id, artifacts=dict(artifacts),
-                   environment={"owner": owner(), "deadline": deadline}, job=job)
+        return cls.of(job, "running", kernel.fingerprint(),
+                      reason=f"running since {utc_timestamp()} (process {owner()})",
+                      kernels=list(kernel.kernel_names), run_id=run_id, artifacts=dict(artifacts),
+                      environment={"owner": owner(), "deadline": deadline})
 
     def settled(self) -> RunResult:
         """A running record whose process has ended without finishing it (`kill -9`, a lost machine) reads as
