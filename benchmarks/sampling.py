@@ -79,6 +79,13 @@ CASES = {
     # the same layer for --config SM7_QV100_small, whose 8 SMs hold a wave of 1.65 images (its longest launch's), so
     # that a few hundred images are many times the samples (16, 32, 48 CTAs a launch); 13 s an image whole here
     "fft-7x7-small": ("fft", {}, dict(C=1, M=4, H=40, W=40, K=7), (32, 96, 128)),
+    # Issue 57's widening, for --config SM7_QV100_small: 8-12 waves of layers and variants the cases above never
+    # used, odd sizes throughout. The first two are issue 57's held-out cases (implicit_gemm's last tile of 64
+    # pixels part-empty: 225 an image); the other two, first used in session 38.
+    "implicit_gemm-partial-tile": ("implicit_gemm", {"tile": 64}, dict(C=3, M=10, H=15, W=15, K=3, pad=1), (8.4,)),
+    "shared_weights-odd": ("shared_weights", {}, dict(C=2, M=12, H=20, W=20, K=3, pad=1), (10,)),
+    "constant-odd": ("constant", {}, dict(C=2, M=6, H=23, W=23, K=5, pad=2), (11,)),
+    "regtile-odd": ("regtile", {}, dict(C=3, M=6, H=19, W=19, K=3, pad=1), (12,)),
 }
 REPORTED = [("gpu_sim_cycle", "cycles"), ("gpu_sim_insn", "insn"), ("L1D_total_cache_misses", "L1D miss"),
             ("L2_total_cache_misses", "L2 miss"), ("gpu_ipc", "IPC"), ("sampled_occupancy", "occupancy")]

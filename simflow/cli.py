@@ -122,6 +122,11 @@ def _attached(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from .processes import sigterm_as_ctrl_c
 
+    try:  # the settings before the parser (its choices name the backends): a mistake in simflow.toml is said
+        settings.current()
+    except UserError as exc:
+        print(f"simflow: error: {exc}", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(_attached(sys.argv[1:] if argv is None else argv))
     to_file = getattr(args, "output", None) not in (None, "-") and getattr(args, "command", "") != "report"
     settings.with_(to_file=to_file, results=getattr(args, "results", None) or settings.current().results)

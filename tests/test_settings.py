@@ -1,7 +1,9 @@
 """One settings object (issue 59): read from the environment once, flags put over it, handed to sweep workers;
 no other module reads the environment and nothing writes it."""
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 from test_backends import ECHO
 
 from simflow import settings
+from simflow.errors import UserError
 from simflow.job import Job
 from simflow.kernels.problems import get_problem
 from simflow.registry import backend_names, register
@@ -67,6 +70,7 @@ def test_flags_go_over_the_environment_and_the_process_keeps_them(monkeypatch, t
 SEEN = '''
 from echo_backend import EchoBackend
 from simflow import settings
+from simflow.errors import UserError
 from simflow.kernels.variants import VARIANTS
 from simflow.sim.catalogue import USER_STATS
 
@@ -129,3 +133,52 @@ def test_a_sweep_worker_has_its_parents_stats_variants_backends_and_folders(tmp_
 def test_a_gpu_job_cannot_name_a_registered_backend_it_does_not_have():
     with pytest.raises(Exception, match="unknown backend 'nowhere'"):
         Job.make("global", {}, get_problem("batch3x3"), "nowhere")
+
+
+def test_a_project_file_sets_what_the_environment_leaves_unset(tmp_path):
+    project, home = tmp_path / "project", tmp_path / "config-home"
+    (project / "deep").mkdir(parents=True)
+    (project / "simflow.toml").write_text(
+        'results = "runs"\nvariants = ["mine", "/abs/theirs"]\nstats = ["stats.toml"]\nengine = "podman"\n'
+        'engine_options = "--ulimit nproc=4096"\nbackends = { echo = "echo_backend:Echo" }\ncache = "cache"\n')
+    (home / "simflow").mkdir(parents=True)
+    (home / "simflow" / "config.toml").write_text('results = "/home-results"\nncu = "/opt/ncu"\nengine = "docker"\n')
+    got = settings.Settings.from_environment({"XDG_CONFIG_HOME": str(home)}, cwd=project / "deep")
+    assert got.results == str(project / "runs") and got.cache == str(project / "cache")  # the file's folder
+    assert got.variants == (str(project / "mine"), "/abs/theirs") and got.stats == (str(project / "stats.toml"),)
+    assert (got.engine, got.engine_options) == ("podman", "--ulimit nproc=4096")  # the project's over the user's
+    assert got.backends == (("echo", "echo_backend:Echo"),) and got.ncu == "/opt/ncu"  # the user's where unset
+    env = {"XDG_CONFIG_HOME": str(home), "SIMFLOW_RESULTS": "/env-results", "SIMFLOW_VARIANTS": "/v1:/v2",
+           "SIMFLOW_ENGINE": "docker"}
+    got = settings.Settings.from_environment(env, cwd=project)
+    assert (got.results, got.variants, got.engine) == ("/env-results", ("/v1", "/v2"), "docker")  # the environment's
+    assert settings.Settings.from_environment({"XDG_CONFIG_HOME": str(tmp_path)}, cwd=tmp_path).results == \
+        "simflow-results"  # no file: the defaults
+
+
+@pytest.mark.parametrize("text, said", [
+    ('result = "runs"\n', "unknown key(s) result; valid keys: simulator, results, cache, variants, stats"),
+    ('variants = "mine"\n', "variants must be a list of folders of your variants"),
+    ('backends = { echo = "no-colon" }\n', 'backends must be a table of backend = "module:Class"'),
+    ('results = ""\n', "results must be a results folder"),
+])
+def test_a_config_file_mistake_names_the_file_the_key_and_what_it_takes(tmp_path, text, said):
+    (tmp_path / "simflow.toml").write_text(text)
+    with pytest.raises(UserError) as caught:
+        settings.Settings.from_environment({"XDG_CONFIG_HOME": str(tmp_path / "none")}, cwd=tmp_path)
+    assert str(caught.value).startswith(str(tmp_path / "simflow.toml")) and said in str(caught.value)
+
+
+def test_the_command_line_says_a_config_file_mistake_in_one_line_and_uses_a_good_file(tmp_path):
+    (tmp_path / "simflow.toml").write_text('result = "runs"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMFLOW_")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run([sys.executable, "-m", "simflow", "variants"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"simflow: error: {tmp_path / 'simflow.toml'}: unknown key(s) result; valid keys: "
+                                   f"{', '.join(settings.FILE_KEYS)}")
+    (tmp_path / "simflow.toml").write_text('results = "runs"\n')
+    proc = subprocess.run([sys.executable, "-m", "simflow", "runs"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert f"no results folder {tmp_path / 'runs'}" in proc.stderr  # the file's folder, not the default

@@ -9,8 +9,9 @@ from fakes import fake_build
 
 from simflow import settings
 from simflow.errors import UserError
+from simflow.settings import read_file
 from simflow.sim import simulator
-from simflow.sim.simulator import candidates, find_simulator, missing_libraries, read_config, simulator_at
+from simflow.sim.simulator import candidates, find_simulator, missing_libraries, simulator_at
 
 
 @pytest.fixture
@@ -93,14 +94,14 @@ def test_an_unbuilt_usual_place_is_passed_over_with_its_reason(nowhere):
 def test_config_file_mistakes_name_the_file_and_the_valid_keys(tmp_path):
     path = tmp_path / "simflow.toml"
     path.write_text('simulater = "/opt/gpgpu-sim"\n')
-    with pytest.raises(UserError, match="simflow.toml: unknown key\\(s\\) simulater; valid keys: simulator"):
-        read_config(path)
+    with pytest.raises(UserError, match="simflow.toml: unknown key\\(s\\) simulater; valid keys: simulator, results"):
+        read_file(path)
     path.write_text("simulator = 3\n")
     with pytest.raises(UserError, match="simulator must be the path of a GPGPU-Sim folder"):
-        read_config(path)
+        read_file(path)
     path.write_text("simulator = \n")
     with pytest.raises(UserError, match="not valid TOML"):
-        read_config(path)
+        read_file(path)
 
 
 def test_a_folder_named_on_the_command_line_must_hold_a_build(tmp_path):

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MissingTool, UserError
-from ..settings import child_environment, current
+from ..settings import PROJECT_FILE, child_environment, current, project_file, read_file
 
 SIMULATOR_HELP = (
     "build GPGPU-Sim by its own README (github.com/accel-sim/gpgpu-sim_distribution, the fork Accel-Sim uses, or "
@@ -34,9 +33,7 @@ SIMULATOR_HELP = (
     "~/.config/simflow/config.toml, or /opt/gpgpu-sim (docs/simulator.md); or run in the simflow image "
     "with 'simflow sim ... --docker IMAGE'"
 )
-CONFIG_KEYS = ("simulator",)
 USUAL_PLACES = ("/opt/gpgpu-sim", "~/gpgpu-sim_distribution", "~/accel-sim-framework/gpu-simulator/gpgpu-sim")
-PROJECT_CONFIG = "simflow.toml"
 
 
 @dataclass(frozen=True)
@@ -79,32 +76,6 @@ def user_config_path() -> Path:
     return current().user_config
 
 
-def project_config_path(start: Path | None = None) -> Path | None:
-    """simflow.toml in `start` (the current folder) or the nearest folder above it."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / PROJECT_CONFIG).is_file():
-            return folder / PROJECT_CONFIG
-    return None
-
-
-def read_config(path: Path) -> dict:
-    """A simflow config file; every mistake names the file and the valid keys."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read: {exc.strerror}") from None
-    unknown = sorted(set(data) - set(CONFIG_KEYS))
-    if unknown:
-        raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(CONFIG_KEYS)}")
-    if "simulator" in data and not (isinstance(data["simulator"], str) and data["simulator"]):
-        raise UserError(f"{path}: simulator must be the path of a GPGPU-Sim folder, e.g. "
-                        "simulator = \"/opt/gpgpu-sim\"")
-    return data
-
-
 def built_libraries(root: Path) -> list[Path]:
     """The folders of `root` that hold a built release libcudart.so (one per gcc and CUDA version built with)."""
     return sorted(p.parent for p in root.glob("lib/gcc-*/cuda-*/release/libcudart.so"))
@@ -135,12 +106,12 @@ def candidates() -> list[Candidate]:
     found = []
     env = current().simulator
     found.append(_place("GPGPUSIM_ROOT", env) if env else Candidate("GPGPUSIM_ROOT", None, "not set"))
-    for path in (project_config_path(), user_config_path()):
+    for path in (project_file(), user_config_path()):
         if path is None:
-            found.append(Candidate(f"{PROJECT_CONFIG} (here or above)", None, "none"))
+            found.append(Candidate(f"{PROJECT_FILE} (here or above)", None, "none"))
         elif not path.is_file():
             found.append(Candidate(str(path), None, "no such file"))
-        elif "simulator" not in (data := read_config(path)):
+        elif "simulator" not in (data := read_file(path)):
             found.append(Candidate(str(path), None, "names no simulator"))
         else:
             found.append(_place(f"simulator in {path}", data["simulator"], path.parent))
