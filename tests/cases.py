@@ -9,11 +9,6 @@ from simflow.kernels.problems import Problem
 from simflow.kernels.variants import VARIANTS
 
 PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=5, pad=2, name="odd")
-WMMA_PROBLEM = Problem(B=3, C=3, M=32, H=23, W=21, K=5, pad=2, name="odd-m32")  # WMMA takes M in 16s
-NHWC_PROBLEM = Problem(B=3, C=64, M=32, H=23, W=21, K=5, pad=2, name="odd-c64-m32")  # ... and C in 32s (64s) here
-WINOGRAD_PROBLEM = Problem(B=3, C=3, M=5, H=23, W=21, K=3, pad=1, name="odd-3x3")  # winograd: 3x3 or 5x5 filters
-POINTWISE_PROBLEM = Problem(B=3, C=48, M=40, H=12, W=10, K=1, name="1x1-hw120")  # wgmma_nchw: 1x1, stride 1
-HALO_PROBLEM = Problem(B=3, C=13, M=37, H=9, W=20, K=3, pad=1, name="odd-w20")  # wgmma_halo: W a multiple of 4
 
 
 def job_of(kernel, backend: str = "gpgpusim", **options) -> Job:
@@ -22,8 +17,12 @@ def job_of(kernel, backend: str = "gpgpusim", **options) -> Job:
 
 
 def problem_for(variant: str) -> Problem:
-    return {"wmma": WMMA_PROBLEM, "wmma_nhwc": NHWC_PROBLEM, "winograd": WINOGRAD_PROBLEM,
-            "wgmma_nchw": POINTWISE_PROBLEM, "wgmma_halo": HALO_PROBLEM}.get(variant, PROBLEM)
+    """The odd layer, or the one the variant declares where that does not fit it (variants.toml's test_layer)."""
+    layer = VARIANTS[variant].test_layer
+    return Problem(**layer) if layer else PROBLEM
+
+
+WMMA_PROBLEM, NHWC_PROBLEM = problem_for("wmma"), problem_for("wmma_nhwc")  # M in 16s; and C in 32s (64s)
 
 
 def all_configs():

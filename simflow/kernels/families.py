@@ -18,7 +18,7 @@ from .variant_types import GENERIC_LIMITS, Kernel, Launch, Variant
 
 
 @dataclass(frozen=True)
-class SharedTileVariant(Variant):
+class SharedTileVariant(Variant, family="shared_tile"):
     """The direct family with the block's input tile (+ K-1 halo, rows optionally padded) staged in
     shared memory, and the filter too when the variant fixes weights = shared."""
 
@@ -31,7 +31,7 @@ class SharedTileVariant(Variant):
 
 
 @dataclass(frozen=True)
-class RegTileVariant(Variant):
+class RegTileVariant(Variant, family="regtile"):
     """Direct convolution, register-blocked: a thread computes `outputs` consecutive outputs of a row
     for every output channel, or for `channels` of them (blockIdx.z picks which); a block computes up to
     `rows` whole output rows (an image's rows spread evenly over its blocks) of `images` images in turn,
@@ -115,7 +115,7 @@ class RegTileVariant(Variant):
 
 
 @dataclass(frozen=True)
-class ImplicitGemmVariant(Variant):
+class ImplicitGemmVariant(Variant, family="implicit_gemm"):
     """The convolution as one GEMM (output channels x output pixels x C*K*K), im2col done while loading
     tiles: one kernel. Any layer shape; best where M and C*K*K are large (toycnn). precision fp16: half
     tiles and half2 FMAs (twice the fp32 rate), float accumulation after every k step."""
@@ -155,7 +155,7 @@ class ImplicitGemmVariant(Variant):
 
 
 @dataclass(frozen=True)
-class FusedPoolVariant(ImplicitGemmVariant):
+class FusedPoolVariant(ImplicitGemmVariant, family="conv_relu_pool"):
     """conv + ReLU + 2x2 max-pool in one kernel: the implicit GEMM with its columns ordered so that
     each group of 4 is one pooling window; a thread pools its TN/4 windows x TM channels in registers."""
 
@@ -178,7 +178,7 @@ class FusedPoolVariant(ImplicitGemmVariant):
 
 
 @dataclass(frozen=True)
-class Im2colGemmVariant(ImplicitGemmVariant):
+class Im2colGemmVariant(ImplicitGemmVariant, family="im2col_gemm"):
     """im2col into a workspace, the GEMM on it, and a permute into y's layout: three kernels."""
 
     def check(self, problem: Problem, params: dict) -> None:
@@ -209,7 +209,7 @@ class Im2colGemmVariant(ImplicitGemmVariant):
 
 
 @dataclass(frozen=True)
-class ImplicitGemmAsyncVariant(Variant):
+class ImplicitGemmAsyncVariant(Variant, family="implicit_gemm_async"):
     """fp32 implicit GEMM with k ordered tap-major, so a k step is BK channels of one tap: each thread's column
     is decomposed once and a step costs one bounds test, no division (the route that made wmma_nhwc fast),
     with x read where it lies by cp.async copies (4 bytes, or 16 of four pixels on a 1x1 stride-1 layer) into a

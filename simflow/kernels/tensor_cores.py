@@ -32,7 +32,7 @@ from .variant_types import Kernel, Launch, Variant
 
 
 @dataclass(frozen=True)
-class WmmaVariant(Variant):
+class WmmaVariant(Variant, family="wmma"):
     """Tensor cores (WMMA) on the implicit GEMM: fp16 inputs (m16n16k16) or TF32 (m16n16k8, GPU only),
     float accumulation. Output channels come in fragments of 16, so M must be a multiple of 16.
 
@@ -114,7 +114,7 @@ class WmmaVariant(Variant):
 
 
 @dataclass(frozen=True)
-class WmmaNhwcVariant(WmmaVariant):
+class WmmaNhwcVariant(WmmaVariant, family="wmma_nhwc"):
     """Tensor cores on channel-last copies of x and w (made by two small kernels), k ordered (ky, kx, c)
     so a k step is BK channels of one tap: 16-byte asynchronous copies straight into a multi-stage
     shared-memory pipeline, no per-element index arithmetic. The copies pad C with zero channels to a
@@ -201,7 +201,7 @@ class WmmaNhwcVariant(WmmaVariant):
 
 
 @dataclass(frozen=True)
-class MmaNhwcVariant(WmmaNhwcVariant):
+class MmaNhwcVariant(WmmaNhwcVariant, family="mma_nhwc"):
     """Tensor cores through inline PTX mma.sync (m16n8k16 half, m16n8k8 TF32) on the same channel-last
     copies as wmma_nhwc: fragments loaded with ldmatrix, accumulators kept in registers and stored straight
     to y. Output channels past M are zero rows of the tile, so any M runs; C is padded to a multiple of BK.
@@ -259,7 +259,7 @@ class MmaNhwcVariant(WmmaNhwcVariant):
 
 
 @dataclass(frozen=True)
-class MmaNchwVariant(Variant):
+class MmaNchwVariant(Variant, family="mma_nchw"):
     """Tensor cores through inline PTX mma.sync reading x in place (float32, NCHW) as implicit_gemm_async
     does, converting to half or TF32 as fragments are loaded: no channel-last copy of x (that pass cost more
     than cuDNN's whole 1x1 layer). Weights are copied once (wh[m][tap][c], 16-byte rows for ldmatrix).

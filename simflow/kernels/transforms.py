@@ -67,7 +67,7 @@ def _c_literal(value: Fraction) -> str:
 
 
 @dataclass(frozen=True)
-class WinogradVariant(ImplicitGemmVariant):
+class WinogradVariant(ImplicitGemmVariant, family="winograd"):
     """Winograd F(m x m, r x r): filter and input tiles to the transform domain, one GEMM per transform
     point over the channels (batched in one launch), and the output transform: r^2 m^2 multiplications per
     tile become (m + r - 1)^2. F(2x2) and F(4x4) for 3x3 and for 5x5 filters (2.8x and 6.25x fewer); stride 1."""
@@ -143,7 +143,7 @@ class WinogradVariant(ImplicitGemmVariant):
 
 
 @dataclass(frozen=True)
-class FftVariant(Variant):
+class FftVariant(Variant, family="fft"):
     """2-D FFT convolution by overlap-add: simflow's own radix-2 FFTs in shared memory (the same source must
     run in the simulator, which has no cuFFT), a complex GEMM per kept frequency over the channels, and
     the inverse FFTs' blocks summed into the output. Five kernels; stride 1 only."""

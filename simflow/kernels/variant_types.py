@@ -147,6 +147,9 @@ class Kernel:
         return output_shape(self.problem.with_batch(batch), self.output)
 
 
+FAMILIES: dict[str, type] = {}  # variants.toml's `family` -> its class; each family registers itself
+
+
 @dataclass(frozen=True)
 class Variant:
     """A variant: a template and its parameters, and the family code that turns a rendering into
@@ -160,6 +163,16 @@ class Variant:
     fixed: dict  # template context the variant fixes (e.g. where weights live)
     precision: str = "float32"
     template_dir: str = ""  # a user's variant folder ('' for simflow's own templates)
+    # The layer simflow's tests render and run it on where their common odd layer does not fit it (Problem's
+    # fields, from variants.toml's test_layer): WMMA takes M in 16s, wgmma_nchw only 1x1 layers ...
+    test_layer: dict = field(default_factory=dict)
+
+    def __init_subclass__(cls, family: str = "", **kwargs) -> None:
+        """A family registers itself by name (`class X(Variant, family="name")`): variants.toml's `family = "name"`
+        then makes its variants of this class."""
+        super().__init_subclass__(**kwargs)
+        if family:
+            FAMILIES[family] = cls
 
     # Sampled simulation's waves when the user names none (simflow.sim.sampling.SampleSpec): three samples of about
     # 1, 2 and 3 waves of the launch's blocks. A family whose waves keep changing past the third overrides it.
@@ -287,6 +300,9 @@ class Variant:
             io=resolved.get("io", "float32"),
             arch=self.arch(resolved),
         )
+
+
+FAMILIES["direct"] = Variant  # the base class is the direct family
 
 
 def geometry(problem: Problem) -> dict:

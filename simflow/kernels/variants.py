@@ -10,49 +10,15 @@ from pathlib import Path
 
 from .. import resources, settings
 from ..errors import UserError
-from .families import (
-    FusedPoolVariant,
-    Im2colGemmVariant,
-    ImplicitGemmAsyncVariant,
-    ImplicitGemmVariant,
-    RegTileVariant,
-    SharedTileVariant,
-)
+from . import families, tensor_cores, transforms, wgmma  # noqa: F401 (importing them registers their families)
 from .problems import Problem
-from .tensor_cores import (
-    MmaNchwVariant,
-    MmaNhwcVariant,
-    WmmaNhwcVariant,
-    WmmaVariant,
-)
-from .transforms import FftVariant, WinogradVariant
 from .user_variants import load_user_variant
-from .variant_types import Kernel, Launch, Param, Variant, show_value, template_environment
-from .wgmma import WgmmaHaloVariant, WgmmaNchwVariant, WgmmaNhwcVariant
+from .variant_types import FAMILIES, Kernel, Launch, Param, Variant, show_value, template_environment
 
 __all__ = ["VARIANTS", "Kernel", "Launch", "Param", "Variant", "get_variant", "parse_param_args", "render",
            "show_value", "template_environment"]
 
 
-# Variant families: the code behind the `family` of each [variants.NAME] table in variants.toml.
-FAMILIES: dict[str, type[Variant]] = {
-    "direct": Variant,
-    "shared_tile": SharedTileVariant,
-    "regtile": RegTileVariant,
-    "implicit_gemm": ImplicitGemmVariant,
-    "conv_relu_pool": FusedPoolVariant,
-    "im2col_gemm": Im2colGemmVariant,
-    "wmma": WmmaVariant,
-    "wmma_nhwc": WmmaNhwcVariant,
-    "mma_nhwc": MmaNhwcVariant,
-    "wgmma_nhwc": WgmmaNhwcVariant,
-    "wgmma_nchw": WgmmaNchwVariant,
-    "wgmma_halo": WgmmaHaloVariant,
-    "mma_nchw": MmaNchwVariant,
-    "implicit_gemm_async": ImplicitGemmAsyncVariant,
-    "winograd": WinogradVariant,
-    "fft": FftVariant,
-}
 
 
 VARIANTS_ENV = "SIMFLOW_VARIANTS"  # folders of a user's variants (NAME.cu.j2 + NAME.toml), joined by ':'
@@ -79,7 +45,8 @@ def load_variants(folders: list[Path]) -> dict[str, Variant]:
     for name, spec in data.get("variants", {}).items():
         variants[name] = FAMILIES[spec["family"]](name, spec["template"], spec.get("summary", ""),
                                                   tuple(params[p] for p in spec.get("params", [])),
-                                                  dict(spec.get("fixed", {})))
+                                                  dict(spec.get("fixed", {})),
+                                                  test_layer=dict(spec.get("test_layer", {})))
     for folder in users:
         if not folder.is_dir():
             raise UserError(f"no variant folder {folder} (named in {VARIANTS_ENV} or --variants)")

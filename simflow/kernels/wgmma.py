@@ -30,7 +30,7 @@ from .variant_types import Kernel, Launch, Variant
 
 
 @dataclass(frozen=True)
-class WgmmaNhwcVariant(MmaNhwcVariant):
+class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
     """Hopper's warpgroup MMA (wgmma, sm_90a) on mma_nhwc's channel-last half copies: a block of two warpgroups
     multiplies a 128 x tile_n tile with m64n{tile_n}k16 instructions (tile_m=64: both on the same 64 channels, tile_n
     / 2 pixels each, so a 64-channel layer multiplies no zero rows) that read both operands from shared memory,
@@ -121,7 +121,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant):
 
 
 @dataclass(frozen=True)
-class WgmmaNchwVariant(Variant):
+class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
     """wgmma on a 1x1 layer (no padding, any stride) with x read where it lies (NCHW): the product is taken
     transposed, out[pixel][channel], so that x's pixel-major rows are the A operand (half x: M-major in shared
     memory; float x: converted into registers, as wgmma cannot transpose a TF32 operand), and the weights' rows the
@@ -289,7 +289,7 @@ class WgmmaNchwVariant(Variant):
 
 
 @dataclass(frozen=True)
-class WgmmaHaloVariant(Variant):
+class WgmmaHaloVariant(Variant, family="wgmma_halo"):
     """TF32 wgmma on a K x K stride-1 layer with x read where it lies (NCHW), each pixel once a block: a tile is tile_n
     consecutive output positions of one image (rows of pitch W + Z, Z zero slots a row) x tile_m output channels; a k
     step copies its channels' input rows, halo included, a bulk copy (cp.async.bulk) a row counted on an mbarrier, and
