@@ -39,7 +39,7 @@ FILE_KEYS = {
     "ncu": "the path of Nsight Compute's ncu",
     "backends": "a table of backend = \"module:Class\", e.g. backends = { mine = \"my_backend:MyBackend\" }",
 }
-_PATHS, _LISTS = ("simulator", "results", "cache", "ncu"), ("variants", "stats")
+_PATHS, _LISTS = ("results", "cache", "ncu"), ("variants", "stats")  # the simulator: simflow.sim.simulator
 TOOLKIT_VARIABLES = ("SIMFLOW_CUDA11", "CUDA_INSTALL_PATH", "CUDA_HOME", "CUDA_PATH")  # CUDA installs, in order
 
 
@@ -153,7 +153,7 @@ def file_settings(path: Path) -> dict:
     def place(text: str) -> str:
         return str(where / os.path.expanduser(text))
 
-    out = {key: place(data[key]) for key in _PATHS if key in data and key != "simulator"}
+    out = {key: place(data[key]) for key in _PATHS if key in data}
     out |= {key: tuple(map(place, data[key])) for key in _LISTS if key in data}
     out |= {key: data[key] for key in ("engine", "engine_options") if key in data}
     if "backends" in data:
