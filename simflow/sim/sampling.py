@@ -20,19 +20,19 @@ the layer behaves once the SMs are full:
    the simulator stopped once they have ended (plan_samples, config.first_ctas): a CTA is a sample's unit.
    Launches before it that are the same at any batch (a weight copy) run whole in each sample (by_ctas); a
    variant of several launches that grow is sampled one launch at a time, each made alone (launch_parts);
-3. a count that adds up over blocks is extrapolated to the real batch B along a slope s: v(B) = v(b3) + s (B - b3).
-   s is the last two samples' slope, s23, free of a first sample cut to part of a wave; for the work (cycles,
-   instructions) of a kernel whose largest sample's steady state (its progress samples between its first wave and
-   its last, steady_cpi) is nearer the slope across all three, s13, it is s13: its samples ran a wave unevenly,
-   which weighs half over two waves. Each is bounded by how far that rate may be off, carried over the B - b3 images
-   past the samples: for cycles, the gap between s and the steady state (no less than half the gap between s12 and
-   s23 for s13), or without one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus TAIL_WAVES of a
-   wave (B's last wave); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR or L2_FLOOR of the rate (a
-   real batch's data outgrows the caches the samples' fits in); every count but cycles also one CTA's share of it
-   (the real launch's last CTA may be a partial tile no sample ran). Rates are recomputed from the estimated counts
-   (IPC, miss rates); rates the simulator averages over cycles (occupancy) are extrapolated as value x cycles, over
-   the estimated cycles; other values (latencies, port use) are the largest sample's, bounded by how much they moved
-   between the last two samples. benchmarks/sampling.py measures every bound against whole simulation.
+3. a count that adds up over blocks is extrapolated to the real batch B along a slope s: v(B) = v(b3) + s (B - b3). s is
+   the last two samples' slope, s23, free of a first sample cut to part of a wave; for the work (cycles, instructions)
+   of a kernel whose largest sample's steady state (its progress samples between its first wave and its last,
+   steady_cpi) is nearer the slope across all three, s13, it is s13: its samples ran a wave unevenly, which weighs half
+   over two waves. Each is bounded by how far that rate may be off, carried over the B - b3 images past the samples: for
+   cycles, the gap between s and the steady state (no less than half the gap between s12 and s23 for s13), or without
+   one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus the empty share of B's last wave, at least
+   TAIL_WAVES of a wave (tail_waves); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR or L2_FLOOR of
+   the rate (a real batch's data outgrows the caches the samples' fits in); every count but cycles also one CTA's share
+   of it (the real launch's last CTA may be a partial tile no sample ran). Rates are recomputed from the estimated
+   counts (IPC, miss rates); rates the simulator averages over cycles (occupancy) are extrapolated as value x cycles,
+   over the estimated cycles; other values (latencies, port use) are the largest sample's, bounded by how much they
+   moved between the last two samples. benchmarks/sampling.py measures every bound against whole simulation.
 
 What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
 al., 2023) sample within a kernel at thread-block granularity and extrapolate from a steady-state
