@@ -6,6 +6,8 @@ Each arm tunes into a fresh results folder, so neither reads the other's measure
 time over cuDNN's (above 1: slower).
 
     python benchmarks/tune_unseen.py [--time 40] [--pick 0:float32,3:float16] [--csv FILE]
+    python benchmarks/tune_unseen.py --layers "inception-5x5=32,48,64,35,35,5,2,1:float32;..." --arms after \
+        --time 60 --exhaustive 600
 """
 
 from __future__ import annotations
@@ -53,12 +55,21 @@ def main() -> int:
     parser.add_argument("--pick", help="only these LAYERS index:precision pairs, comma-separated")
     parser.add_argument("--arms", default="before,after", help="of before (no starts), after (starts)")
     parser.add_argument("--exhaustive", type=float, help="also the exhaustive grid, for up to this many seconds")
+    parser.add_argument("--layers", help="instead of LAYERS: NAME=B,C,M,H,W,K,pad,stride:PRECISION/PRECISION, "
+                        "separated by ';'")
     parser.add_argument("--csv")
     args = parser.parse_args()
+    layers = LAYERS
+    if args.layers:
+        layers = []
+        for part in args.layers.split(";"):
+            name, _, rest = part.strip().partition("=")
+            shape, _, precisions = rest.partition(":")
+            layers.append((name, shape, tuple(precisions.split("/"))))
     arms = [arm for arm in ("before", "after") if arm in args.arms.split(",")]
     picked = {tuple(pair.split(":")) for pair in args.pick.split(",")} if args.pick else None
     rows = []
-    for index, (name, shape, precisions) in enumerate(LAYERS):
+    for index, (name, shape, precisions) in enumerate(layers):
         problem = get_problem("custom", shape=shape)
         for precision in precisions:
             if picked is not None and (str(index), precision) not in picked:
