@@ -165,7 +165,8 @@ def test_refusals_come_before_any_folder_and_need_no_simulator(tmp_path, monkeyp
     monkeypatch.setenv("GPGPUSIM_ROOT", "")
     backend, folder = GpgpusimBackend(), tmp_path / "run"
     folder.mkdir()
-    kernel = dataclasses.replace(render("global", PROBLEM), sim_unsupported="wmma.mma.sync is not in its PTX parser")
+    refused = ("refused:wmma.mma.sync is not in its PTX parser",)
+    kernel = dataclasses.replace(render("global", PROBLEM), features=refused)
     job = job_of(kernel, docker_image="unused")
     assert backend.run(job, folder, kernel).reason == "wmma.mma.sync is not in its PTX parser"
     big = get_problem(None, shape="1,1024,4,16,16,5,2")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import simflow
 
+from simflow.backends.gpgpusim import unsupported
 from simflow.errors import UserError
 from simflow.kernels.problems import Problem, get_problem
 from simflow.kernels.variants import load_variants, variant_dirs
@@ -28,7 +29,7 @@ def test_the_example_declares_its_launches():
     (launch,) = kernel.launches(100)
     assert launch.kernel == "conv2d_rows" and launch.grid == (1, 80 * 4, 100) and launch.block == (32, 1, 1)
     assert launch.dynamic_smem == 4 * 1 * 7 * 7 and launch.args == ("x", "w", "y", "batch")
-    assert kernel.precision == "float32" and kernel.output == "conv" and kernel.sim_unsupported == ""
+    assert kernel.precision == "float32" and kernel.output == "conv" and unsupported(kernel.features) == ""
     assert "constexpr int OUTPUTS = 4;" in kernel.source and kernel.kernel_names == ["conv2d_rows"]
     assert kernel.workspace(100) == {}
     with pytest.raises(UserError, match=r"grid.y is Hout x M .* \(refused where Hout \* M > 65535: .*rows.toml:\d+\)"):
@@ -172,3 +173,17 @@ def test_the_example_on_the_gpu(tmp_path):
         result = json.loads(proc.stdout)
         assert result["status"] == "passed" and result["metrics"]["bad_elements"] == 0, result["reason"]
         assert result["metrics"]["smem_dynamic_bytes"] > 0
+
+
+def test_a_refusal_for_the_simulator_only_is_the_simulators_and_names_its_rule(tmp_path):
+    folder = tmp_path / "mine"
+    shutil.copytree(EXAMPLE, folder)
+    toml = folder / "rows.toml"
+    toml.write_text(toml.read_text() + '\n[params.streams]\nlike = "streams"\n\n[[refuse]]\nsimulator = true\n'
+                    'when = "C > 2"\nreason = "rows is not modelled past two channels"\n')
+    rows = _load(folder)["rows"]
+    kernel = rows.render(Problem(B=1, C=3, M=4, H=16, W=16, K=3), {"streams": 2})
+    why = unsupported(kernel.features)  # the user's rule comes before the built-in streams refusal
+    assert re.fullmatch(r"rows is not modelled past two channels \(refused in the simulator where C > 2: "
+                        r".*rows\.toml:\d+\)", why), why
+    assert unsupported(rows.render(Problem(B=1, C=2, M=4, H=16, W=16, K=3)).features) == ""  # the GPU path: no rule

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from cases import ALL, NHWC_PROBLEM, PROBLEM, WMMA_PROBLEM, problem_for
 
+from simflow.backends.gpgpusim import unsupported
 from simflow.errors import LimitError, UserError
 from simflow.kernels.limits import KNOWN_DEVICES, check_threads
 from simflow.kernels.problems import Problem, get_problem
@@ -174,8 +175,8 @@ def test_gemm_variants():
     tf32 = render("wmma", get_problem("toycnn"), {"precision": "tf32"})
     assert (fp16.precision, tf32.precision) == ("float16", "tf32")
     assert "m16n16k16" in fp16.source and "wmma::precision::tf32" in tf32.source
-    assert "not in GPGPU-Sim's PTX parser" in tf32.sim_unsupported
-    assert fp16.sim_unsupported == ""  # whether a simulator build runs fp16 WMMA is its probes' answer:
+    assert "not in GPGPU-Sim's PTX parser" in unsupported(tf32.features)
+    assert unsupported(fp16.features) == ""  # whether a simulator build runs fp16 WMMA is its probes' answer:
     assert fp16.wmma_forms == ("wmma_m16n16k16_row_row_f32_shared",) and tf32.wmma_forms == ()
     with pytest.raises(LimitError, match=r"output channels M for WMMA fragments \(a multiple of 16\): needs 4"):
         render("wmma", get_problem("batch3x3"))
@@ -198,7 +199,7 @@ def test_implicit_gemm_tile_fits_96_or_32_output_channels():
 def test_wmma_with_fragments_in_global_memory_is_four_kernels_over_padded_half_copies():
     layer = Problem(B=2, C=16, M=16, H=12, W=12, K=3, pad=1, name="sim-wmma")
     k = render("wmma", layer, {"fragments": "global"})
-    assert k.wmma_forms == ("wmma_m16n16k16_row_row_f32_global",) and k.sim_unsupported == ""
+    assert k.wmma_forms == ("wmma_m16n16k16_row_row_f32_global",) and unsupported(k.features) == ""
     assert k.kernel_names == ["conv2d_wmma_x", "conv2d_wmma_w", "conv2d_wmma", "conv2d_wmma_y"]
     # k = C*K*K = 144 (a multiple of 16), M = 16 -> 64 rows, 2*144 = 288 columns -> 320
     assert k.workspace(2) == {"col": 144 * 320 // 2, "wh": 64 * 144 // 2, "gemm": 64 * 320}
@@ -244,7 +245,7 @@ def test_streams_is_a_host_parameter_of_every_variant():
         a = render(name, problem_for(name)).source.splitlines()
         b = render(name, problem_for(name), {"streams": "4"}).source.splitlines()
         assert a[0] == b[0] and "streams=0" in a[1] and "streams=4" in b[1] and a[2:] == b[2:]
-        assert "simulate with streams=0" in render(name, problem_for(name), {"streams": 2}).sim_unsupported
+        assert "simulate with streams=0" in unsupported(render(name, problem_for(name), {"streams": 2}).features)
 
 
 def test_fp16_arithmetic_in_the_gemm_variants():
@@ -253,7 +254,7 @@ def test_fp16_arithmetic_in_the_gemm_variants():
         fp16 = render(name, get_problem("toycnn"), {"tile": 128, "bk": 16, "precision": "fp16"})
         assert (fp32.precision, fp16.precision) == ("float32", "float16")
         assert "__hfma2" in fp16.source and "half As[2][BK][BM]" in fp16.source and "__hfma2" not in fp32.source
-        assert ".f16x2" in fp16.sim_unsupported and not fp32.sim_unsupported
+        assert ".f16x2" in unsupported(fp16.features) and not unsupported(fp32.features)
     with pytest.raises(UserError, match="precision takes one of fp32, fp16"):
         render("implicit_gemm", PROBLEM, {"precision": "tf32"})
 
@@ -359,10 +360,10 @@ def test_mma_nchw_k_depth_gathers_a_first_layer():
 def test_mma_sync_kernels_are_refused_by_the_simulator_by_name():
     for name in ("mma_nhwc", "mma_nchw"):
         for precision, shape in (("fp16", "m16n8k16"), ("tf32", "m16n8k8")):
-            reason = render(name, NHWC_PROBLEM, {"precision": precision}).sim_unsupported
+            reason = unsupported(render(name, NHWC_PROBLEM, {"precision": precision}).features)
             assert "ldmatrix" in reason and shape in reason and "sm_70" in reason
-        assert "streams=" in render(name, NHWC_PROBLEM, {"streams": 2}).sim_unsupported
-    assert render("implicit_gemm_async", NHWC_PROBLEM).sim_unsupported == ""
+        assert "streams=" in unsupported(render(name, NHWC_PROBLEM, {"streams": 2}).features)
+    assert unsupported(render("implicit_gemm_async", NHWC_PROBLEM).features) == ""
 
 
 def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
@@ -379,7 +380,7 @@ def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
     assert "_w(const half* __restrict__ w" in padded.source  # (C=256 needs no padding: w is read in place)
     (gemm,) = kernel.launches(1)
     assert gemm.dynamic_smem == 3 * (128 * (32 + 8) * 2 + 32 * (128 + 8) * 2)  # both tiles half
-    assert "io=float16" in kernel.sim_unsupported
+    assert "io=float16" in unsupported(kernel.features)
     with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
         render("mma_nchw", layer, {"precision": "tf32", "io": "float16"})
     for other in ("resnet50-1x1-2048-512-7", "resnet50-1x1-256-512-56-s2", "resnet50-3x3-64-64-56"):
@@ -390,7 +391,7 @@ def test_mma_nchw_half_io_takes_half_tensors_on_1x1_layers_only():
 def test_mma_nhwc_half_io_reads_half_x_and_writes_half_y():
     layer = get_problem("resnet50-3x3-256-256-28-s2")  # 14 x 14 outputs: 8-byte rows of half y (196 % 8 != 0)
     kernel = render("mma_nhwc", layer, {"io": "float16", "tile_n": 256})
-    assert kernel.io == "float16" and "io=float16" in kernel.sim_unsupported
+    assert kernel.io == "float16" and "io=float16" in unsupported(kernel.features)
     assert "_x(const half* __restrict__ x" in kernel.source and "_w(const half* __restrict__ w" in kernel.source
     assert "half* __restrict__ y, int batch)" in kernel.source
     assert "constexpr int V = HW % 8 == 0 ? 8 : HW % 4 == 0 ? 4 : 1" in kernel.source
@@ -486,7 +487,7 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     for other in ("sm_80", "sm_100"):
         with pytest.raises(LimitError, match=f"needs {other}, the limit is sm_90 .*use mma_nhwc"):
             kernel.build_arch(other)
-    assert "wgmma" in kernel.sim_unsupported and "sm_90a" in kernel.sim_unsupported
+    assert "wgmma" in unsupported(kernel.features) and "sm_90a" in unsupported(kernel.features)
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in kernel.source
     assert " %128, %129, p, 1, 1, 0, 0;" in kernel.source  # 128 accumulators, then the two descriptors
     assert "fence.proxy.async.shared::cta" in kernel.source and "ldmatrix4(" not in kernel.source
@@ -733,7 +734,7 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
         render("wgmma_nchw", layer, {"io": "float16", "tile_n": 192, "tile_m": 256})
     tf32 = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"precision": "tf32"})
     assert tf32.precision == "tf32" and "m64n128k8.f32.tf32.tf32" in tf32.source and '" %68, p, 1, 1;' in tf32.source
-    assert "wgmma exists on sm_90a only" in tf32.sim_unsupported
+    assert "wgmma exists on sm_90a only" in unsupported(tf32.features)
     assert "tf32_bits(r0[0])" in tf32.source and "constexpr int LDX = BP + 8;" in tf32.source
     (gemm,) = tf32.launches(2)  # float w read in place, truncated to TF32 by the tensor cores
     assert gemm.args == ("x", "w", "y", "batch") and tf32.workspace(2) == {}
@@ -823,7 +824,7 @@ def test_wgmma_halo_launches_and_refusals():
     assert kernel.workspace(16) == {"wt": 8 * 9 * 64 * 32 // 4} and weights.grid == (8 * 9 * 64 * 2 // 256, 1, 1)
     assert gemm.dynamic_smem <= 227 * 1024 and "constexpr int TB = 3;" in kernel.source
     assert kernel.precision == "tf32" and kernel.arch == "sm_90a" and "wgmma exists on sm_90a only" in \
-        kernel.sim_unsupported
+        unsupported(kernel.features)
     for layer, params, match in ((get_problem("resnet50-3x3-128-128-56-s2"), {}, "stride of wgmma_halo"),
                                  (get_problem("vgg16-conv5_1"), {}, r"image width .* W=14"),
                                  (vgg, {"tile_m": 256, "tile_n": 512}, "float sums a thread .* 512"),
@@ -843,7 +844,7 @@ def test_bf16_is_a_fourth_precision_of_the_tensor_core_gemms(variant, layer):
     assert "#include <cuda_bf16.h>" in bf16.source and "__nv_bfloat16" in bf16.source
     assert ".bf16.bf16" in bf16.source and ".f16.f16" not in bf16.source and ".bf16" not in half.source
     assert bf16.launches(4) == half.launches(4) and bf16.check_tolerance.atol == 1e-2
-    assert "GPGPU-Sim has no bf16" in bf16.sim_unsupported
+    assert "GPGPU-Sim has no bf16" in unsupported(bf16.features)
     with pytest.raises(LimitError, match="io=float16.*precision=bf16.*use io=float32 for bf16, or io=bfloat16"):
         render(variant, layer, {"precision": "bf16", "io": "float16"})
     one = get_problem("resnet50-1x1-64-64-56")  # mma_nchw takes 16-bit tensors on 1x1 stride-1 layers only
@@ -890,7 +891,7 @@ def test_wmma_takes_bf16_on_the_gpu_and_the_simulator_refuses_it(variant):
     kernel = render(variant, WMMA_PROBLEM, {"precision": "bf16"})
     assert kernel.precision == "bfloat16"
     assert "wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16" in kernel.source
-    assert "GPGPU-Sim has no bf16" in kernel.sim_unsupported and kernel.wmma_forms == ()
+    assert "GPGPU-Sim has no bf16" in unsupported(kernel.features) and kernel.wmma_forms == ()
     if variant == "wmma":
         with pytest.raises(LimitError, match="fragments=global.*needs bf16.*use fragments=shared for bf16"):
             render(variant, WMMA_PROBLEM, {"precision": "bf16", "fragments": "global"})

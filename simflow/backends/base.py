@@ -92,8 +92,9 @@ class Backend(ABC):
 
     @classmethod
     def refusal_of(cls, job: Job, kernel: Kernel) -> str:
-        """Why the job cannot run, where that is known before anything is written or said to start (launch
-        limits, memory: simflow.kernels.footprint); '' when nothing is known against it."""
+        """Why the job cannot run, where that is known before anything is written or said to start (what the
+        kernel uses that this backend lacks, by the kernel's `features`; launch limits; memory:
+        simflow.kernels.footprint); '' when nothing is known against it."""
         return ""
 
     @classmethod

@@ -50,6 +50,50 @@ CONTAINER_GRACE_S = 120  # the container applies the timeout itself; the host wa
 WATCHDOG_GRACE_S = 30  # the watchdog kills a simulator this long after the timeout simflow should have applied
 BUILD_ALLOWANCE_S = 900  # the longest a run's build and first probes take before its simulation starts
 # Scratch the simulator leaves in its working folder; removed after a run (the PTX and ptxas files stay).
+# What GPGPU-Sim cannot run, by the features a rendering declares (Variant.features, 'name:value'): the first
+# feature whose entry gives a reason is the refusal; '' runs (fp16 WMMA: whether a build computes it right is its
+# probes' answer, Kernel.wmma_forms).
+def _mma_sync(precision: str) -> str:
+    if precision == "bf16":
+        return ("GPGPU-Sim has no bf16: it runs sm_70 code (SM7_QV100), and bf16 tensor-core inputs (mma.sync "
+                "m16n8k16 .bf16) need sm_80+; simulate precision=fp16 for the tensor-core path")
+    return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
+            f"m16n8k{16 if precision == 'fp16' else 8} with {precision} inputs (sm_80+)")
+
+
+REFUSALS = {
+    "io": lambda io: f"io={io}: the simulator's host program passes float32 tensors; simulate with io=float32",
+    "streams": lambda n: (f"streams={n} times host-device copies overlapped with kernels, and GPGPU-Sim does not "
+                          "time copies (cudaMemcpy is functional only, outside the simulated cycles); simulate with "
+                          "streams=0"),
+    "half2": lambda _: ("GPGPU-Sim's PTX lexer reads the .f16x2 type as .f16 (src/cuda-sim/ptx.l, marked TODO), so "
+                        "a half2 FMA computes one of its two halves; measured with the accel-sim fork dev@667834cf: "
+                        "relative error 0.71 on batch3x3 (fp32 passes at 6e-8)"),
+    "wmma": lambda precision: {
+        "tf32": ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 shapes "
+                 "m16n16k16, m32n8k16, m8n32k16 only"),
+        "bf16": ("GPGPU-Sim has no bf16: bf16 WMMA (m16n16k16 .bf16, sm_80+) is not in its PTX parser, which knows "
+                 "wmma for f16 shapes only; simulate precision=fp16")}.get(precision, ""),
+    "mma_sync": _mma_sync,
+    "wgmma": lambda precision: ("GPGPU-Sim has no bf16 (tensor-core bf16 inputs are sm_80+); " if precision == "bf16"
+                                else "") + ("GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma exists on sm_90a only; "
+                                            "simulate wmma_nhwc or wmma (WMMA, sm_70) for the tensor-core path"),
+    "refused": lambda reason: reason,  # a user variant's own refusal for the simulator
+}
+
+
+def unsupported(features: tuple[str, ...]) -> str:
+    """Why GPGPU-Sim cannot run a rendering of these features ('' when it can), known without any simulator build."""
+    for feature in features:
+        name, _, value = feature.partition(":")
+        why = REFUSALS[name](value) if name in REFUSALS else (
+            f"simflow does not know whether GPGPU-Sim runs a kernel that uses {feature} (add it to "
+            "simflow.backends.gpgpusim.REFUSALS)")
+        if why:
+            return why
+    return ""
+
+
 SCRATCH = ("_app_cuda_version_*", "_cuobjdump_list_ptx_*", "_tempfile_.txt")
 
 
@@ -306,11 +350,11 @@ class GpgpusimBackend(Backend):
         """Whether GPGPU-Sim runs the variant with its defaults, and the parameter values it refuses (why), as
         known without a build; `needs_wmma_forms`: what a build's probe must have found correct (simflow doctor)."""
         defaults = variant.resolve({})
-        default_why = variant.sim_unsupported(defaults)
+        default_why = unsupported(variant.features(defaults))
         refuses = []
         for p in variant.params:
             for choice in p.choices:
-                why = variant.sim_unsupported(variant.resolve({p.name: choice}))
+                why = unsupported(variant.features(variant.resolve({p.name: choice})))
                 if why and why != default_why:
                     refuses.append({"param": p.name, "value": show_value(choice), "reason": why})
         return {"accepts_defaults": not default_why, "reason": default_why, "refuses": refuses,
@@ -378,8 +422,8 @@ class GpgpusimBackend(Backend):
     @staticmethod
     def refusal(kernel: Kernel, batch: int) -> str:
         """Why the simulated V100 cannot run `kernel` ('' if it can): known without any tool."""
-        if kernel.sim_unsupported:
-            return kernel.sim_unsupported
+        if why := unsupported(kernel.features):
+            return why
         try:
             check_launches(kernel.launches(batch), SIMULATED_DEVICE)
         except LimitError as exc:

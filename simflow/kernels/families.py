@@ -126,12 +126,8 @@ class ImplicitGemmVariant(Variant, family="implicit_gemm"):
     def precision_of(self, params: dict) -> str:
         return "float16" if params["precision"] == "fp16" else "float32"
 
-    def sim_unsupported(self, params: dict) -> str:
-        if params["precision"] == "fp16" and not params.get("streams"):
-            return ("GPGPU-Sim's PTX lexer reads the .f16x2 type as .f16 (src/cuda-sim/ptx.l, marked TODO), so a "
-                    "half2 FMA computes one of its two halves; measured with the accel-sim fork dev@667834cf: "
-                    "relative error 0.71 on batch3x3 (fp32 passes at 6e-8)")
-        return super().sim_unsupported(params)
+    def features(self, params: dict) -> tuple[str, ...]:
+        return super().features(params) + (("half2:",) if params["precision"] == "fp16" else ())
 
     @staticmethod
     def tile_m(params: dict) -> int:
@@ -280,14 +276,6 @@ def t16(params: dict) -> str:
 def input_bytes(precision: str) -> int:
     """Bytes of a tensor-core input element: 2 (fp16, bf16), 4 (TF32 kept in a float)."""
     return 4 if precision == "tf32" else 2
-
-
-def _mma_sync_refusal(params: dict) -> str:
-    if params["precision"] == "bf16":
-        return ("GPGPU-Sim has no bf16: it runs sm_70 code (SM7_QV100), and bf16 tensor-core inputs (mma.sync "
-                "m16n8k16 .bf16) need sm_80+; simulate precision=fp16 for the tensor-core path")
-    return ("GPGPU-Sim runs sm_70 code (SM7_QV100), and this kernel needs ldmatrix (sm_75+) and mma.sync "
-            f"m16n8k{16 if params['precision'] == 'fp16' else 8} with {params['precision']} inputs (sm_80+)")
 
 
 # What to use instead, by (io, precision) where the two do not go together

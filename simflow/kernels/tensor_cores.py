@@ -14,7 +14,6 @@ from .families import (
     _check_half_io,
     _columns,
     _half_epilogue_smem,
-    _mma_sync_refusal,
     _round_up,
     _split_k_launches,
     _split_sums,
@@ -62,16 +61,8 @@ class WmmaVariant(Variant, family="wmma"):
             return ()
         return (f"wmma_m16n16k16_row_row_f32_{params.get('fragments', 'shared')}",)
 
-    def sim_unsupported(self, params: dict) -> str:
-        if params.get("streams"):
-            return super().sim_unsupported(params)
-        if params["precision"] == "tf32":
-            return ("TF32 WMMA (m16n16k8, sm_80+) is not in GPGPU-Sim's PTX parser, which knows wmma for f16 "
-                    "shapes m16n16k16, m32n8k16, m8n32k16 only")
-        if params["precision"] == "bf16":
-            return ("GPGPU-Sim has no bf16: bf16 WMMA (m16n16k16 .bf16, sm_80+) is not in its PTX parser, which knows "
-                    "wmma for f16 shapes only; simulate precision=fp16")
-        return ""  # fp16: whether a build runs it is its probes' answer (wmma_forms)
+    def features(self, params: dict) -> tuple[str, ...]:
+        return super().features(params) + (f"wmma:{params['precision']}",)
 
     TILE = 128  # block tile, output channels x output pixels
     GLOBAL_TILE = 64  # fragments=global: block tile of its GEMM (4 warps of 32 x 32)
@@ -233,8 +224,8 @@ class MmaNhwcVariant(WmmaNhwcVariant, family="mma_nhwc"):
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         return _weights_in_place(problem, params, self.padded_channels(problem, params))
 
-    def sim_unsupported(self, params: dict) -> str:
-        return Variant.sim_unsupported(self, params) or _mma_sync_refusal(params)  # not WMMA's reasons
+    def features(self, params: dict) -> tuple[str, ...]:
+        return Variant.features(self, params) + (f"mma_sync:{params['precision']}",)  # no WMMA
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         space = {**super().workspace(kernel, batch), **_split_sums(kernel, batch)}
@@ -281,8 +272,8 @@ class MmaNchwVariant(Variant, family="mma_nchw"):
     def precision_of(self, params: dict) -> str:
         return tensor_precision(params["precision"])
 
-    def sim_unsupported(self, params: dict) -> str:
-        return super().sim_unsupported(params) or _mma_sync_refusal(params)
+    def features(self, params: dict) -> tuple[str, ...]:
+        return super().features(params) + (f"mma_sync:{params['precision']}",)
 
     @staticmethod
     def element_bytes(params: dict) -> int:

@@ -281,6 +281,6 @@ class DeclaredVariant(Variant):
         names = self._names(problem, kernel.params, 1)
         for when, reason, simulator in self.refusals:
             if simulator and when(names):
-                return dataclasses.replace(kernel, sim_unsupported=f"{reason} (refused in the simulator where "
-                                                                   f"{when.text}: {when.where})")
+                refused = f"refused:{reason} (refused in the simulator where {when.text}: {when.where})"
+                return dataclasses.replace(kernel, features=(refused, *kernel.features))
         return kernel

@@ -96,7 +96,7 @@ class Kernel:
     source: str
     precision: str
     constant_symbols: dict[str, str] = field(default_factory=dict)  # symbol -> host buffer
-    sim_unsupported: str = ""  # why GPGPU-Sim cannot run it, if it cannot
+    features: tuple[str, ...] = ()  # what it uses that a backend may lack (Variant.features)
     output: str = "conv"  # what y holds: "conv", or "conv_relu_pool" (see reference.OPS)
     family: Variant | None = field(default=None, repr=False, compare=False)  # the Variant that rendered it
     tolerance: Tolerance | None = None  # the elementwise check's bound (None: the precision's, TOLERANCE)
@@ -252,15 +252,13 @@ class Variant:
         build runs it depends on what its model computes correctly (simflow.sim.probe)."""
         return ()
 
-    def sim_unsupported(self, params: dict) -> str:
-        """Why GPGPU-Sim cannot run this rendering ('' when it can), known without any simulator build."""
-        if params.get("io", "float32") != "float32":
-            return f"io={params['io']}: the simulator's host program passes float32 tensors; simulate with io=float32"
-        if params.get("streams"):
-            return (f"streams={params['streams']} times host-device copies overlapped with kernels, and GPGPU-Sim "
-                    "does not time copies (cudaMemcpy is functional only, outside the simulated cycles); "
-                    "simulate with streams=0")
-        return ""
+    def features(self, params: dict) -> tuple[str, ...]:
+        """What this rendering uses that a backend may lack, as 'name:value', the ones a backend is to name first
+        first: io:float16, streams:2, half2:, wmma:tf32, mma_sync:bf16, wgmma:tf32, refused:<a user variant's
+        reason>. Each backend refuses them by its own table (GPGPU-Sim's: simflow.backends.gpgpusim.REFUSALS), so
+        no kernel knows any backend."""
+        io, streams = params.get("io", "float32"), params.get("streams")
+        return ((f"io:{io}",) if io != "float32" else ()) + ((f"streams:{streams}",) if streams else ())
 
     def render(self, problem: Problem, params: dict | None = None) -> Kernel:
         resolved = self.resolve(params)
@@ -292,7 +290,7 @@ class Variant:
             source=source.strip() + "\n",
             precision=self.precision_of(resolved),
             constant_symbols=constant_symbols,
-            sim_unsupported=self.sim_unsupported(resolved),
+            features=self.features(resolved),
             wmma_forms=self.wmma_forms(resolved),
             output=self.fixed.get("output", "conv"),
             family=self,

@@ -82,12 +82,9 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
     def arch(self, params: dict) -> str:
         return "sm_90a"
 
-    def sim_unsupported(self, params: dict) -> str:
-        bf16 = params.get("precision") == "bf16"  # wgmma_halo has no precision parameter (TF32 only)
-        return Variant.sim_unsupported(self, params) or (
-            f"{'GPGPU-Sim has no bf16 (tensor-core bf16 inputs are sm_80+); ' if bf16 else ''}GPGPU-Sim runs sm_70 "
-            "code (SM7_QV100), and wgmma exists on sm_90a only; simulate wmma_nhwc or "
-            "wmma (WMMA, sm_70) for the tensor-core path")
+    def features(self, params: dict) -> tuple[str, ...]:
+        # wgmma_halo has no precision parameter (TF32 only)
+        return Variant.features(self, params) + (f"wgmma:{params.get('precision', 'tf32')}",)
 
     @classmethod
     def step_k(cls, params: dict) -> int:
@@ -175,8 +172,8 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
     def arch(self, params: dict) -> str:
         return "sm_90a"
 
-    def sim_unsupported(self, params: dict) -> str:
-        return WgmmaNhwcVariant.sim_unsupported(self, params)
+    def features(self, params: dict) -> tuple[str, ...]:
+        return WgmmaNhwcVariant.features(self, params)
 
     @classmethod
     def step_k(cls, params: dict) -> int:
@@ -328,8 +325,8 @@ class WgmmaHaloVariant(Variant, family="wgmma_halo"):
     def arch(self, params: dict) -> str:
         return "sm_90a"
 
-    def sim_unsupported(self, params: dict) -> str:
-        return WgmmaNhwcVariant.sim_unsupported(self, params)
+    def features(self, params: dict) -> tuple[str, ...]:
+        return WgmmaNhwcVariant.features(self, params)
 
     @staticmethod
     def layout(problem: Problem, params: dict) -> dict:
