@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import UserError
-from .job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 from .kernels.problems import DEFAULT_PROBLEM, Problem, get_problem
 from .results.record import RunResult
 
@@ -57,18 +56,17 @@ def render(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: di
 
 def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *, backend: str = "gpu",
         params: dict | None = None, batch: int | None = None, best: bool = False, precision: str = "float32",
-        seed: int = 0, warmup: int = DEFAULT_WARMUP, repeats: int = DEFAULT_REPEATS, sample_check: bool = False,
-        config: str = "", docker: str | None = None, engine: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-        sample: str | None = None, workers: int | None = None, results: str | Path | None = None,
-        store: bool = True, progress=None, on_store_error=None, watch=None) -> RunResult:
-    """Run a variant on a backend, as `simflow run --backend`: build, run, check and measure it, its files in a
-    new run folder, stored unless store=False. The job is made and checked first (parameters, config, image),
-    then `progress(text)` hears that it starts. `best`: the variant and parameters `simflow tune` found fastest
-    for this layer (of `variant` if named; `params` still override). `sample` ("W1,W2,W3" waves): the whole layer
-    estimated from three simulated batches on `workers` processes, its record with `.estimate` (always stored).
-    A store that cannot be written loses nothing: `on_store_error(text)` hears it (raised when None). `watch`: see
-    run.jobs.run_job (simflow sim's live progress line)."""
-    from .job import Job, not_taken
+        config: str = "", sample: str | None = None, workers: int | None = None, results: str | Path | None = None,
+        store: bool = True, progress=None, on_store_error=None, watch=None, **options) -> RunResult:
+    """Run a variant on a backend, as `simflow run --backend`: build, run, check and measure it, its files in a new run
+    folder, stored unless store=False. `options`: the run options of simflow.job.RUN_OPTIONS by keyword (seed=0,
+    warmup=3, repeats=20, sample_check=False, docker=IMAGE, engine, timeout_s=3600). The job is made and checked
+    first (parameters, config, options, image), then `progress(text)` hears that it starts. `best`: the variant and
+    parameters `simflow tune` found fastest for this layer (of `variant` if named; `params` still override).
+    `sample` ("W1,W2,W3" waves): the whole layer estimated from three simulated batches on `workers` processes, its
+    record with `.estimate` (always stored). A store that cannot be written loses nothing: `on_store_error(text)`
+    hears it (raised when None). `watch`: see run.jobs.run_job (simflow sim's live progress line)."""
+    from .job import Job, job_options, not_taken
     from .registry import backend_class
     from .run.jobs import run_job
 
@@ -82,9 +80,7 @@ def run(variant: str | None = None, problem: str | Problem = DEFAULT_PROBLEM, *,
         from .kernels.variants import VARIANTS
 
         raise UserError(f"name a variant (one of: {', '.join(VARIANTS)}), or --best after 'simflow tune'")
-    job = Job.make(variant, dict(params or {}), problem, backend, config=config, docker_image=docker or "",
-                   engine=engine or "", seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout_s,
-                   sample_check=sample_check)
+    job = Job.make(variant, dict(params or {}), problem, backend, config=config, **job_options(options))
     spec = None
     if sample is not None:  # a mistyped spec is said first: it needs nothing of this machine
         from .sim.sampling import SampleSpec
@@ -126,15 +122,14 @@ def best_of(problem: Problem, backend: str, config: str, precision: str = "float
 
 
 def sim(variant: str, problem: str | Problem = DEFAULT_PROBLEM, *, params: dict | None = None,
-        batch: int | None = None, config: str = "", docker: str | None = None, engine: str | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S, seed: int = 0, results: str | Path | None = None,
-        store: bool = True, sample: str | None = None, workers: int | None = None, quiet: bool = True) -> RunResult:
-    """Simulate a variant under GPGPU-Sim (natively, or in `docker` image) and check it, as `simflow sim`: run with
-    backend gpgpusim. `sample` ("W1,W2,W3" waves, e.g. "1,2,3", or "default": the variant's own): the whole layer
-    estimated from three simulated batches, as `simflow sim --sample` (simflow.sim.sampling); always stored."""
-    return run(variant, problem, backend="gpgpusim", params=params, batch=batch, config=config, docker=docker,
-               engine=engine, timeout_s=timeout_s, seed=seed, results=results, store=store, sample=sample,
-               workers=workers, progress=None if quiet else print)
+        batch: int | None = None, config: str = "", results: str | Path | None = None, store: bool = True,
+        sample: str | None = None, workers: int | None = None, quiet: bool = True, **options) -> RunResult:
+    """Simulate a variant under GPGPU-Sim (natively, or in image `docker=`) and check it, as `simflow sim`: run with
+    backend gpgpusim and the same run options. `sample` ("W1,W2,W3" waves, e.g. "1,2,3", or "default": the
+    variant's own): the whole layer estimated from three simulated batches, as `simflow sim --sample`
+    (simflow.sim.sampling); always stored."""
+    return run(variant, problem, backend="gpgpusim", params=params, batch=batch, config=config, results=results,
+               store=store, sample=sample, workers=workers, progress=None if quiet else print, **options)
 
 
 @dataclass

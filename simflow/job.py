@@ -24,6 +24,63 @@ DEFAULT_TIMEOUT_S = 3600  # seconds before a simulator (or a profiler) is stoppe
 
 
 @dataclass(frozen=True)
+class RunOption:
+    """A run option of a job, spelled once for every front door: the Job field it sets, its keyword in
+    simflow.api.run and .sim, its key in a sweep file (`flag`) and its option of `simflow run`, `sim` and
+    `profile` (the same with '-' for '_'). A new run option is a Job field, an entry in RUN_OPTIONS and the backend
+    that reads it."""
+
+    field: str
+    api: str  # keyword of simflow.api.run
+    flag: str  # sweep-file key; the command-line option is the same with "-" for "_"
+    kind: type  # int, float, bool or str
+    least: float | None = None  # the smallest number accepted (None: any)
+    more_than: bool = False  # least itself is not accepted
+    unit: str = ""  # said after a bound
+    choices: tuple = ()
+    metavar: str | None = None
+    help: str = ""
+
+    def check(self, value, where: str = "") -> object:
+        """The value, or a UserError that says what it must be (`where`: the file and line it came from)."""
+        numeric = self.kind in (int, float)
+        if (numeric and (isinstance(value, bool) or not isinstance(value, int | float if self.kind is float else int))
+                or not numeric and not isinstance(value, self.kind)):
+            what = {int: "a number", float: "a number", bool: "true or false", str: "a string"}[self.kind]
+            raise UserError(f"{where}{self.flag} must be {what}, got {value!r}")
+        if self.least is not None and (value <= self.least if self.more_than else value < self.least):
+            bound = f"more than {self.least:g}" if self.more_than else f"{self.least:g} or more"
+            raise UserError(f"{where}{self.flag} must be {bound}{' ' + self.unit if self.unit else ''}, got {value:g}")
+        if self.choices and value not in self.choices:
+            raise UserError(f"{where}{self.flag} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+RUN_OPTIONS = (
+    RunOption("seed", "seed", "seed", int, 0, help="the inputs' seed (default 0)"),
+    RunOption("warmup", "warmup", "warmup", int, 0, help="timed backends: untimed launches"),
+    RunOption("repeats", "repeats", "repeats", int, 1, help="timed backends: timed launches"),
+    RunOption("sample_check", "sample_check", "sample_check", bool,
+              help="check a seeded sample of 4096 outputs instead of every one (the default)"),
+    RunOption("docker_image", "docker", "docker", str, metavar="IMAGE",
+              help="simulate inside this image (built by simflow image build)"),
+    RunOption("engine", "engine", "engine", str, choices=("docker", "podman"),
+              help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)"),
+    RunOption("timeout_s", "timeout_s", "timeout", float, 0, more_than=True, unit="seconds",
+              help="seconds before the simulator (or ncu) is stopped"),
+)
+
+
+def job_options(given: dict, where: str = "") -> dict:
+    """Job fields from run options by their api keyword (None: the default), each checked."""
+    by_api = {o.api: o for o in RUN_OPTIONS}
+    unknown = set(given) - set(by_api)
+    if unknown:
+        raise UserError(f"unknown run option {', '.join(sorted(unknown))}; valid: {', '.join(by_api)}")
+    return {by_api[k].field: by_api[k].check(v, where) for k, v in given.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Job:
     variant: str
     params: tuple[tuple[str, object], ...]  # resolved, in the variant's order

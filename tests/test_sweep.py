@@ -16,6 +16,7 @@ from conftest import simflow
 from runs import sim_record
 
 from simflow.errors import UserError
+from simflow.job import RUN_OPTIONS, job_options
 from simflow.results.store import Store
 from simflow.run.sweep import plan, run_sweep
 from simflow.run.sweep_file import load_sweep
@@ -258,7 +259,7 @@ def test_badly_typed_or_encoded_sweep_files(tmp_path):
 @pytest.mark.parametrize("bad", ["timeout = 0", "timeout = -5", "repeats = 0", "warmup = -1"])
 def test_non_positive_settings_are_refused_with_their_line(tmp_path, bad):
     path = write(tmp_path, f'name = "x"\n{bad}\n[[variants]]\nname = "global"\n')
-    with pytest.raises(UserError, match=f"{path}:2: .* must be (more than 0|0 or more)"):
+    with pytest.raises(UserError, match=f"{path}:2: .* must be (more than 0|0 or more|1 or more)"):
         load_sweep(path)
 
 
@@ -284,3 +285,22 @@ def test_a_sweep_on_a_terminal_names_each_job_as_it_ends(tmp_path):
     assert "about " in text and " left" in text and "4/4" in text
     plain = simflow("sweep", str(path), "--results", str(tmp_path / "r"))  # not a terminal: no bar, no job lines
     assert "[" not in plain.stderr.replace("[gpgpusim", "") and "passed " not in plain.stderr
+
+
+def test_every_run_option_is_a_sweep_key_an_option_and_an_api_keyword(tmp_path):
+    """Issue 59: a run option is declared once (simflow.job.RUN_OPTIONS); the sweep file, the command line and the
+    API take it from there, checked alike."""
+    values = {"seed": 7, "warmup": 1, "repeats": 2, "sample_check": True, "docker": "img", "engine": "podman",
+              "timeout": 5.5}
+    assert set(values) == {o.flag for o in RUN_OPTIONS}  # a new option gets a value here
+    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in values.items())
+    text = f'name = "x"\nbackends = ["gpgpusim"]\n{lines}\n[[variants]]\nname = "global"\n'
+    job = load_sweep(write(tmp_path, text)).jobs[0]
+    assert {o.flag: getattr(job, o.field) for o in RUN_OPTIONS} == values
+    usage = simflow("run", "--help").stdout
+    assert all(f"--{o.flag.replace('_', '-')}" in usage for o in RUN_OPTIONS)
+    with pytest.raises(UserError, match=r"sweep.toml:2: engine must be one of docker, podman, got 'x'"):
+        load_sweep(write(tmp_path, 'name = "x"\nengine = "x"\n[[variants]]\nname = "global"\n'))
+    with pytest.raises(UserError, match="unknown run option retries; valid: seed, warmup"):
+        job_options({"retries": 2})
+    assert job_options({"docker": "img", "timeout_s": 3}) == {"docker_image": "img", "timeout_s": 3}

@@ -87,8 +87,8 @@ def unsupported(features: tuple[str, ...]) -> str:
     for feature in features:
         name, _, value = feature.partition(":")
         why = REFUSALS[name](value) if name in REFUSALS else (
-            f"simflow does not know whether GPGPU-Sim runs a kernel that uses {feature} (add it to "
-            "simflow.backends.gpgpusim.REFUSALS)")
+            f"a kernel that uses {feature}: GPGPU-Sim's refusal table (REFUSALS in simflow.backends.gpgpusim) has no "
+            "entry for it, so whether the simulator runs it is unknown; add one")
         if why:
             return why
     return ""

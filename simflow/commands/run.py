@@ -8,7 +8,7 @@ import sys
 
 from .. import terminal
 from ..errors import UserError
-from ..job import DEFAULT_REPEATS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+from ..job import RUN_OPTIONS, RunOption
 from ..registry import backend_names
 from .common import (
     _at_least,
@@ -28,6 +28,38 @@ from .common import (
 )
 
 
+def _number(option: RunOption):
+    """An argparse type for a numeric run option: a whole number out of bounds is a usage error (exit 1); a
+    number's bounds are checked where the job is made (simflow.job.job_options), as for the API."""
+    def parse(text: str):
+        try:
+            value = option.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'a whole number' if option.kind is int else 'a number'}"
+                                             ) from None
+        if option.kind is int:
+            try:
+                option.check(value)
+            except UserError as exc:
+                raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option.flag} ")) from None
+        return value
+    return parse
+
+
+def _option_args(p: argparse.ArgumentParser, defaults: dict) -> None:
+    """The run options (simflow.job.RUN_OPTIONS) as flags; unset ones keep the job's defaults."""
+    for option in RUN_OPTIONS:
+        flag, default = "--" + option.flag.replace("_", "-"), defaults.get(option.field)
+        if option.kind is bool:
+            p.add_argument(flag, dest=option.api, action="store_true", help=option.help)
+        elif option.kind is str:
+            p.add_argument(flag, dest=option.api, choices=option.choices or None, metavar=option.metavar,
+                           default=default, help=option.help)
+        else:
+            p.add_argument(flag, dest=option.api, type=_number(option), default=default,
+                           metavar=option.metavar or option.flag.upper(), help=option.help)
+
+
 def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
     """One set of arguments for every backend; `sim` and `profile` are `run` with another default backend."""
     _variants_dir_arg(p)
@@ -37,19 +69,10 @@ def _run_args(p: argparse.ArgumentParser, backend: str = "gpu") -> None:
     p.add_argument("--backend", default=backend, choices=backend_names(),
                    help=f"where it runs (default {backend}): gpu (PyCUDA), gpgpusim (the simulator), gpu-ncu "
                         "(Nsight Compute counters under the simulator's names)")
-    p.add_argument("--seed", type=int, default=0, help="the inputs' seed (default 0)")
-    p.add_argument("--warmup", type=_at_least(0), default=DEFAULT_WARMUP, help="timed backends: untimed launches")
-    p.add_argument("--repeats", type=_at_least(1), default=DEFAULT_REPEATS, help="timed backends: timed launches")
-    p.add_argument("--sample-check", action="store_true",
-                   help="check a seeded sample of 4096 outputs instead of every one (the default)")
+    _option_args(p, {"timeout_s": 1800} if backend == "gpu-ncu" else {})
     p.add_argument("--config", "-c", default="",
                    help="simulator config: a name from gpgpusim_configs/ or the path of an overlay .toml "
                         "(default: the backend's)")
-    p.add_argument("--docker", metavar="IMAGE", help="simulate inside this image (built by simflow image build)")
-    p.add_argument("--engine", choices=["docker", "podman"],
-                   help="container engine for --docker (default: $SIMFLOW_ENGINE, else docker, else podman)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S if backend != "gpu-ncu" else 1800,
-                   help="seconds before the simulator (or ncu) is stopped")
     p.add_argument("--sample", nargs="?", const="default", metavar="W1,W2,W3[;scale=K]",
                    help="estimate the whole layer from three simulated batches of about W1 < W2 < W3 waves of "
                         "thread blocks (default: the variant's own, 1,2,3 for most, 2,3,5 for regtile), with an "
@@ -69,10 +92,10 @@ def cmd_run(args) -> int:
     problem = _problem(args)  # a config, image or sample a backend does not take: refused by api.run (Job.make)
     if args.sample is not None and args.no_store:
         raise UserError("--sample stores its sample runs and the estimate (they are its cache); drop --no-store")
-    result = api.run(args.variant, problem, backend=args.backend, params=_params(args),
-                     best=args.best, precision=args.precision, seed=args.seed, warmup=args.warmup,
-                     repeats=args.repeats, sample_check=args.sample_check, config=args.config, docker=args.docker,
-                     engine=args.engine, timeout_s=args.timeout, sample=args.sample, workers=args.workers,
+    options = {o.api: getattr(args, o.api) for o in RUN_OPTIONS}
+    options = {k: v for k, v in options.items() if v is not None and v is not False}  # unset: the job's default
+    result = api.run(args.variant, problem, backend=args.backend, params=_params(args), best=args.best,
+                     precision=args.precision, config=args.config, sample=args.sample, workers=args.workers, **options,
                      results=_results(args), store=not args.no_store,
                      progress=_say if args.format == "table" else None,
                      watch=terminal.LiveSimulation if args.format == "table" and sys.stderr.isatty() else None,

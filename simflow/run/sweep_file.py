@@ -27,14 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..job import Job
+from ..job import RUN_OPTIONS, Job
 from ..kernels.problems import DEFAULT_PROBLEM, PRESETS, Problem, get_problem, suite
 from ..kernels.variants import VARIANTS, get_variant
 from ..registry import backend_class, backend_names
 
 TOP_KEYS = {"name": "a label", "backends": "list", "configs": "list", "problems": "list", "suite": "suite name(s)",
-            "batch": "int",
-            "seed": "int", "repeats": "int", "warmup": "int", "timeout": "seconds", "docker": "image",
+            "batch": "int", **{option.flag: option.kind.__name__ for option in RUN_OPTIONS},
             "variants": "[[variants]] tables", "dask": "[dask] table", "sample": "wave counts \"W1,W2,W3\""}
 DASK_KEYS = ("cluster", "cores", "memory", "processes", "queue", "account", "walltime", "jobs", "job_extra_directives",
              "interface", "log_directory")
@@ -135,18 +134,8 @@ def _expand(path: Path, text: str, data: dict) -> Sweep:
             problems.append(get_problem(None if shape else p, shape=shape, batch=data.get("batch")))
         except UserError as exc:
             raise fail(_line(text, "problems"), f"{exc} (presets: {', '.join(PRESETS)})") from None
-    options = {}
-    for key, kind in (("seed", int), ("repeats", int), ("warmup", int), ("timeout", (int, float))):
-        if key in data:
-            if not isinstance(data[key], kind) or isinstance(data[key], bool):
-                raise fail(_line(text, key), f"{key} must be a number, got {data[key]!r}")
-            least = 0 if key in ("seed", "warmup") else 1e-9  # a timeout or a repeat count must be positive
-            if data[key] < least:
-                what = "0 or more" if least == 0 else "more than 0"
-                raise fail(_line(text, key), f"{key} must be {what}, got {data[key]!r}")
-            options["timeout_s" if key == "timeout" else key] = data[key]
-    if "docker" in data:
-        options["docker_image"] = str(data["docker"])
+    options = {option.field: option.check(data[option.flag], f"{path}:{_line(text, option.flag)}: ")
+               for option in RUN_OPTIONS if option.flag in data}
     sample = ""
     if "sample" in data:
         from ..sim.sampling import SampleSpec
