@@ -16,7 +16,7 @@ from simflow.analysis.compare import diff as diff_runs
 from simflow.analysis.explain import as_dict, explain
 from simflow.errors import UserError
 from simflow.job import Job
-from simflow.kernels.problems import Problem
+from simflow.kernels.problems import Problem, get_problem
 from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
@@ -864,3 +864,13 @@ def test_an_estimate_made_one_launch_at_a_time_sums_its_launches_and_their_bound
     assert est.estimate["ctas"] == [20, 40, 60] and set(est.estimate["launches"]) == {"conv2d_fft_wfft", *grown}
     assert est.estimate["fraction"] == pytest.approx(0.02)
     assert "one launch at a time" in est.reason and "checked no output" in est.reason
+
+
+def test_a_family_whose_waves_drift_widens_its_cycle_rate_floor():
+    """Issue 57: regtile's waves speed up until the seventh (9.7 %), so its rate past a 5-wave sample may be that far
+    off: regtile on 3 -> 6 channels at 12 waves read +7.31 % under the 6 % floor's 5.40 %."""
+    points = [(b, _metrics(b)) for b in (4, 8, 12)]
+    est = extrapolate(points, 400, wave_images=4, rate_floor=0.10)
+    assert est["gpu_sim_cycle"].bound == pytest.approx(0.10 * 250 * (400 - 12) + TAIL_WAVES * 1000)
+    assert render("regtile", get_problem("batch3x3")).family.SAMPLE_DRIFT == 0.10  # a class fact, not a field
+    assert render("global", get_problem("batch3x3")).family.SAMPLE_DRIFT is None  # RATE_FLOOR

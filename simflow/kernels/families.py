@@ -45,6 +45,9 @@ class RegTileVariant(Variant, family="regtile"):
     # drain grows with it. Samples of 1, 2, 3 waves read +10.3 % (that case) and -9.3 % (regtile-1x1, SM7_QV100);
     # of 2, 3, 5 waves +2.1 % and -2.8 %, under their bounds (benchmarks/results/sampling-regtile-2026-11-27.md).
     SAMPLE_WAVES = (2.0, 3.0, 5.0)
+    # Its rate past the largest sample may then be up to that speed-up (9.7 %) off: regtile on 3 -> 6 channels at
+    # 12 waves read +7.31 % under the 6 % floor's 5.40 % (benchmarks/results/sampling-widened-2026-11-29.md).
+    SAMPLE_DRIFT = 0.10
     MAX_ACCUMULATORS = 128  # channels x outputs floats per thread, beyond which registers spill
     UNROLL_FMAS = 4096  # channels are unrolled (weights as immediate operands) up to this many FMAs; past it
     # the code outgrows the instruction cache (fmnist-conv2 with 6,272 unrolled FMAs ran 8x slower on the H200)

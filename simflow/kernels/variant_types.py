@@ -177,6 +177,9 @@ class Variant:
     # Sampled simulation's waves when the user names none (simflow.sim.sampling.SampleSpec): three samples of about
     # 1, 2 and 3 waves of the launch's blocks. A family whose waves keep changing past the third overrides it.
     SAMPLE_WAVES = (1.0, 2.0, 3.0)
+    # ... and how far its cycle rate past the largest sample may drift from the samples' (a share of the rate; None:
+    # simflow.sim.estimate.RATE_FLOOR), where its waves are measured to keep changing.
+    SAMPLE_DRIFT = None  # float
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -19,7 +19,7 @@ from .config import cta_limit
 from .log import MODELLED
 from .sampling import Plan, SampleSpec, _longest, by_ctas, launch_ctas, run_options, wave_images
 
-METHOD = 14  # kept in each estimate: one made by another method is made again, not answered from the store
+METHOD = 16  # kept in each estimate: one made by another method is made again, not answered from the store
 
 
 # Counts of the simulator's per-kernel kind that add up over blocks (its other per-kernel stats are rates).
@@ -165,7 +165,7 @@ def _work_spans(points: list[tuple[int, dict[str, float]]], steady: dict[str, fl
 def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                 wave_images: float | dict[str, float], steady: dict[str, float] | None = None,
                 ctas: Callable[[int], dict[str, int]] | None = None, scale: int = 1,
-                cta_images: dict[str, float] | None = None) -> dict[str, Estimate]:
+                cta_images: dict[str, float] | None = None, rate_floor: float = RATE_FLOOR) -> dict[str, Estimate]:
     """Estimates at `batch` of every metric of three sampled batches (batch, metrics), smallest first.
     `wave_images`: images a wave holds, one number or per kernel (the `<kernel>.` prefix of a metric).
     `steady`: per kernel, cycles per thread instruction in the largest sample's steady state
@@ -176,6 +176,7 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
     `cta_images`: per kernel, the images one CTA of the real launch stands for. A count the samples make exactly
     alike (instructions) is still bounded by one CTA's share of it: the real launch's last CTA can be a partial
     tile the samples never ran (implicit_gemm tile=64 on 57 images read +0.04 % instructions).
+    `rate_floor`: the cycle rate's least uncertainty, a share of it (a family's SAMPLE_DRIFT where its waves drift).
     `scale`: the samples ran on 1/scale of the GPU (its SMs and memory channels). Counts grow per image alike on
     both, so they are carried to `batch`; the cut GPU runs `batch` / scale images in the waves, and so the
     cycles, the whole GPU runs `batch` in; rates over the whole GPU (L2 bandwidth) are scale times the cut one's."""
@@ -220,7 +221,7 @@ def extrapolate(points: list[tuple[int, dict[str, float]]], batch: int,
                     gap = max(gap, abs(s23 - s12) / 2)
                 wave = wave_of(name)
                 tail = tail_waves(at / wave) if wave > 0 else TAIL_WAVES
-                bound = max(gap, RATE_FLOOR * abs(slope)) * (at - b3) + tail * abs(slope) * wave
+                bound = max(gap, rate_floor * abs(slope)) * (at - b3) + tail * abs(slope) * wave
             elif floor := _footprint_floor(base):
                 bound = max(abs(s23 - s12), floor * abs(slope)) * (batch - b3)
             if ctas is not None:
@@ -284,8 +285,9 @@ def _estimates(job: Job, probe: RunResult, samples: list[RunResult], plan: Plan)
     if probed:
         probe_share = probed * batch / launch_ctas(kernel, batch)[by_ctas(kernel)]
     per_cta = {k: batch / n for k, n in launch_ctas(kernel, batch).items() if n}
+    drift = getattr(kernel.family, "SAMPLE_DRIFT", None)
     estimates = extrapolate(list(zip(sizes, (s.metrics for s in samples), strict=True)), batch, waves, steady,
-                            ctas, scale, per_cta)
+                            ctas, scale, per_cta, RATE_FLOOR if drift is None else drift)
     main = by_ctas(kernel) if plan.ctas else _longest(probe, waves)
     facts = {"batches": [s.problem.B for s in samples], "ctas": plan.ctas, "wave_images": round(waves[main] * scale, 4),
              "scale": scale, "sample_config": samples[-1].job.config_name if samples[-1].job else "",

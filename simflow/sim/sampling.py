@@ -26,13 +26,14 @@ the layer behaves once the SMs are full:
    steady_cpi) is nearer the slope across all three, s13, it is s13: its samples ran a wave unevenly, which weighs half
    over two waves. Each is bounded by how far that rate may be off, carried over the B - b3 images past the samples: for
    cycles, the gap between s and the steady state (no less than half the gap between s12 and s23 for s13), or without
-   one the gap between s12 and s23, at least RATE_FLOOR of the rate, plus the empty share of B's last wave, at least
-   TAIL_WAVES of a wave (tail_waves); for misses and DRAM traffic the slopes' gap, at least MISS_FLOOR or L2_FLOOR of
-   the rate (a real batch's data outgrows the caches the samples' fits in); every count but cycles also one CTA's share
-   of it (the real launch's last CTA may be a partial tile no sample ran). Rates are recomputed from the estimated
-   counts (IPC, miss rates); rates the simulator averages over cycles (occupancy) are extrapolated as value x cycles,
-   over the estimated cycles; other values (latencies, port use) are the largest sample's, bounded by how much they
-   moved between the last two samples. benchmarks/sampling.py measures every bound against whole simulation.
+   one the gap between s12 and s23, at least RATE_FLOOR of the rate (a family's SAMPLE_DRIFT where its waves drift),
+   plus the empty share of B's last wave, at least TAIL_WAVES of a wave (tail_waves); for misses and DRAM traffic the
+   slopes' gap, at least MISS_FLOOR or L2_FLOOR of the rate (a real batch's data outgrows the caches the samples' fits
+   in); every count but cycles also one CTA's share of it (the real launch's last CTA may be a partial tile no sample
+   ran). Rates are recomputed from the estimated counts (IPC, miss rates); rates the simulator averages over cycles
+   (occupancy) are extrapolated as value x cycles, over the estimated cycles; other values (latencies, port use) are the
+   largest sample's, bounded by how much they moved between the last two samples. benchmarks/sampling.py measures every
+   bound against whole simulation.
 
 What this borrows from the literature, and why it fits: TBPoint (Huang et al., 2014) and Photon (Liu et
 al., 2023) sample within a kernel at thread-block granularity and extrapolate from a steady-state
