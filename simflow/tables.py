@@ -161,31 +161,22 @@ def csv_text(rows: list[dict]) -> str:
     import io
 
     columns = list(dict.fromkeys(key for row in rows for key in row))
-
-    def missing(v) -> bool:
-        return v is None or (isinstance(v, float) and math.isnan(v))
-
-    kinds = {}
+    cells = []  # column by column: a comprehension a column, not a call a cell (a large log has a million cells)
     for c in columns:
-        values = [row.get(c) for row in rows if not missing(row.get(c))]
-        if values and all(isinstance(v, bool) for v in values):
-            kinds[c] = "bool"
-        elif values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            whole = all(isinstance(v, int) or (math.isfinite(v) and v == int(v)) for v in values)
-            kinds[c] = "int" if whole else "float"
+        values = [row.get(c) for row in rows]
+        present = [v for v in values if v is not None and v == v]  # v != v: NaN, a missing value
+        types = {type(v) for v in present}
+        if present and all(issubclass(t, bool) for t in types):
+            cells.append(["" if v is None or v != v else str(v) for v in values])
+        elif present and all(issubclass(t, int | float) and not issubclass(t, bool) for t in types):
+            if all(isinstance(v, int) or (math.isfinite(v) and v == int(v)) for v in present):
+                cells.append(["" if v is None or v != v else str(int(v)) for v in values])
+            else:
+                cells.append(["" if v is None or v != v else repr(float(v)) for v in values])
         else:
-            kinds[c] = "object"
-
-    def formatter(kind: str):
-        if kind == "int":
-            return lambda v: "" if missing(v) else str(int(v))
-        if kind == "float":
-            return lambda v: "" if missing(v) else repr(float(v))
-        return lambda v: "" if missing(v) else str(v)
-
-    formats = [(c, formatter(kinds[c])) for c in columns]
+            cells.append(["" if v is None or v != v else str(v) for v in values])
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    writer.writerows([f(row.get(c)) for c, f in formats] for row in rows)
+    writer.writerows(zip(*cells, strict=True))
     return out.getvalue()

@@ -280,7 +280,8 @@ class _Reader:
         self.sampled = 0  # samples before this index belong to a kernel whose stats block was read
         self.user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
         self.matched: set[str] = set()
-        self._at: tuple[str, int] | None = None  # the block and where in it the line being read begins
+        self._block: str | None = None  # the block being read, and where in it the line being read begins
+        self._start = 0
         self._counted = (0, 0)  # a place in that block, and the log's lines before it
 
     def read_blocks(self, blocks: Iterable[str]) -> None:
@@ -297,33 +298,42 @@ class _Reader:
                     self.line(raw)
                 continue
             wanted = _wanted(keys, options=not self.log.kernels)
-            starts, values = [], {}  # where wanted lines begin; of 'key = value' lines, where the value does
-            for match in wanted.finditer("\n" + block):  # '\n' + block: a match begins where a line does
-                starts.append(match.start())
-                if block[match.end() - 2] == "=":
-                    values[match.start()] = match.end() - 1
+            banners = []  # where lines holding the banner begin (rare: one a simulator process)
             at = block.find(_BANNER_WORDS)
-            if at >= 0:
-                while at >= 0:
-                    starts.append(block.rfind("\n", 0, at) + 1)
-                    at = block.find(_BANNER_WORDS, block.find("\n", at) + 1)
-                starts = sorted(set(starts))
-            self._counted = (0, self.log.lines)
-            for start in starts:
-                self._at = (block, start)
+            while at >= 0:
+                banners.append(block.rfind("\n", 0, at) + 1)
+                at = block.find(_BANNER_WORDS, block.find("\n", at) + 1)
+            banners.append(len(block))  # a sentinel past every line
+            self._block, self._counted, next_banner, b = block, (0, self.log.lines), banners[0], 0
+            stat = self._stat
+            # '\n' + block: a match begins where a line does, at that line's start in block's own positions
+            for match in wanted.finditer("\n" + block):
+                start, stop = match.span()
+                while next_banner <= start:  # banner lines before this one, each read once
+                    if next_banner < start:
+                        self._start = next_banner
+                        self.line(block[next_banner:block.find("\n", next_banner)])
+                    b += 1
+                    next_banner = banners[b]
+                self._start = start
                 end = block.find("\n", start)
-                value = values.get(start)  # a stat line in a stats block: straight to _stat, as _state would
-                if value is None or self.current is None \
-                        or not self._stat(block[start:value - 1].strip(), block[value:end]):
+                # a stat line in a stats block: straight to _stat, as _state would send it
+                if block[stop - 2] != "=" or self.current is None \
+                        or not stat(block[start:stop - 2].strip(), block[stop - 1:end]):
                     self.line(block[start:end])
-            self._at = None
-            self.log.lines += block.count("\n")
+            while b < len(banners) - 1:  # banner lines after the last match
+                self._start = banners[b]
+                self.line(block[banners[b]:block.find("\n", banners[b])])
+                b += 1
+            self._block = None
+            counted, lines = self._counted  # the lines number() counted already are not counted again
+            self.log.lines = lines + block.count("\n", counted)
 
     def number(self) -> int:
         """The line being read's number: counted only when a note needs it."""
-        if self._at is None:
+        if self._block is None:
             return self.log.lines
-        block, start = self._at
+        block, start = self._block, self._start
         counted, lines = self._counted  # lines before `counted` in the block: each line is counted once
         self._counted = (start, lines + block.count("\n", counted, start))
         return self._counted[1] + 1
