@@ -71,13 +71,13 @@ RUN_OPTIONS = (
 )
 
 
-def job_options(given: dict, where: str = "") -> dict:
+def job_options(given: dict) -> dict:
     """Job fields from run options by their api keyword (None: the default), each checked."""
     by_api = {o.api: o for o in RUN_OPTIONS}
     unknown = set(given) - set(by_api)
     if unknown:
         raise UserError(f"unknown run option {', '.join(sorted(unknown))}; valid: {', '.join(by_api)}")
-    return {by_api[k].field: by_api[k].check(v, where) for k, v in given.items() if v is not None}
+    return {by_api[k].field: by_api[k].check(v) for k, v in given.items() if v is not None}
 
 
 @dataclass(frozen=True)
