@@ -8,7 +8,7 @@ import sys
 
 from .. import terminal
 from ..errors import UserError
-from ..job import RUN_OPTIONS, RunOption
+from ..job import RUN_OPTIONS
 from ..registry import backend_names
 from .common import (
     _at_least,
@@ -28,24 +28,6 @@ from .common import (
 )
 
 
-def _number(option: RunOption):
-    """An argparse type for a numeric run option: a whole number out of bounds is a usage error (exit 1); a
-    number's bounds are checked where the job is made (simflow.job.job_options), as for the API."""
-    def parse(text: str):
-        try:
-            value = option.kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'a whole number' if option.kind is int else 'a number'}"
-                                             ) from None
-        if option.kind is int:
-            try:
-                option.check(value)
-            except UserError as exc:
-                raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option.flag} ")) from None
-        return value
-    return parse
-
-
 def _option_args(p: argparse.ArgumentParser, defaults: dict) -> None:
     """The run options (simflow.job.RUN_OPTIONS) as flags; unset ones keep the job's defaults."""
     for option in RUN_OPTIONS:
@@ -55,8 +37,9 @@ def _option_args(p: argparse.ArgumentParser, defaults: dict) -> None:
         elif option.kind is str:
             p.add_argument(flag, dest=option.api, choices=option.choices or None, metavar=option.metavar,
                            default=default, help=option.help)
-        else:
-            p.add_argument(flag, dest=option.api, type=_number(option), default=default,
+        else:  # a whole number out of bounds is a usage error; other numbers are checked where the job is made
+            kind = _at_least(int(option.least)) if option.kind is int and option.least is not None else option.kind
+            p.add_argument(flag, dest=option.api, type=kind, default=default,
                            metavar=option.metavar or option.flag.upper(), help=option.help)
 
 
