@@ -430,6 +430,9 @@ def _damaged(raw: bytes, seed: int) -> bytes:
             b"**** GPGPU-Sim Simulator Version 4.2.0  [build gpgpu-sim_git-commit-x] ****", b"  gpu_ipc =    12.5",
             b"GPGPU-Sim uArch: x pushing kernel 'k' to stream 0, gridDim= (1,1,1) blockDim = (1,1,1)",
             b"-------------------------", b"-gpgpu_n_clusters 3", b"\xff\xfe garbage \x00", b"Segmentation fault",
+            # spaces of more than one byte (no-break, ideographic, em), a digit that is not ASCII, a signed zero
+            b"\xc2\xa0gpu_sim_cycle = 7", b"gpu_tot_sim_insn\xe3\x80\x80= 9", b"\tgpu_ipc = \xd9\xa3",
+            b"\xe2\x80\x83kernel_name = k2", b"gpu_sim_insn = -0", b"-\xc2\xa0",
             lines[rng.randrange(len(lines))]]))
     lines = [b" \t" + line if rng.random() < 0.1 else line for line in lines]
     return rng.choice([b"\n", b"\r\n", b"\r"]).join(lines).rstrip(b"\n")
@@ -450,6 +453,16 @@ def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, path, seed)
         with (gzip.open if zipped else open)(tmp_path / name, "rt", errors="replace") as text:
             every_line = parse_lines(text)
         assert repr(parse_file(tmp_path / name)) == repr(every_line)
+
+
+def test_the_spaces_a_line_may_begin_with_are_all_below_the_bound_the_fast_reader_uses():
+    """The block reader's regex knows every character str.strip() takes by listing those up to LAST_SPACE."""
+    import sys
+
+    from simflow.sim.log_text import LAST_SPACE
+
+    assert chr(LAST_SPACE).isspace()
+    assert not any(chr(code).isspace() for code in range(LAST_SPACE + 1, sys.maxunicode + 1))
 
 
 def test_a_negative_counter_is_marked_and_read_as_missing(tmp_path):
