@@ -455,16 +455,6 @@ def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, path, seed)
         assert repr(parse_file(tmp_path / name)) == repr(every_line)
 
 
-def test_the_spaces_a_line_may_begin_with_are_all_below_the_bound_the_fast_reader_uses():
-    """The block reader's regex knows every character str.strip() takes by listing those up to LAST_SPACE."""
-    import sys
-
-    from simflow.sim.log_text import LAST_SPACE
-
-    assert chr(LAST_SPACE).isspace()
-    assert not any(chr(code).isspace() for code in range(LAST_SPACE + 1, sys.maxunicode + 1))
-
-
 def test_a_negative_counter_is_marked_and_read_as_missing(tmp_path):
     """Issue 57: a log with gpu_sim_cycle = -5 parsed as complete with no note."""
     raw = text(GLOBAL_ONLY)

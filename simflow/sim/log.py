@@ -27,12 +27,8 @@ from .log_text import (
     EXIT_LINE,
     LIMIT_LINE,
     PIECE,
-    _byte_blocks,
     _Damage,
-    _out_of_range,
-    _text,
     _text_blocks,
-    _value,
     _wanted,
 )
 
@@ -51,8 +47,8 @@ _SAMPLE = re.compile(r"GPGPU-Sim Cycle (\d+): LIVENESS - uArch: inst\.: (\d+) \(
 MODELLED = (("kernel_launch_latency", ("gpgpu_kernel_launch_latency",), "cycles"),
             ("simulated_sms", ("gpgpu_n_clusters", "gpgpu_n_cores_per_cluster"), "SMs"),
             ("schedulers_per_sm", ("gpgpu_num_sched_per_core",), "schedulers"))
-_LANES = tuple(f"W{n}" for n in range(1, 33))  # the 'Stall:' line's warps issued with n active lanes
 _UARCH_PROGRESS = re.compile(r"GPGPU-Sim uArch: cycles simulated: (\d+)\s+inst\.: (\d+)")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
 _FAILURE_HINTS = re.compile(r"Assertion .* failed|Segmentation fault|Aborted|core dumped|terminate called|"
                             r"GPGPU-Sim PTX: ERROR|Parse error|syntax error|ERROR \*\*|\*\* ERROR", re.IGNORECASE)
 
@@ -63,6 +59,28 @@ def _may_fail(line: str) -> bool:
             or "dump" in line or "terminate" in line)
 
 _NEWER_CUDART = re.compile(r"libcudart\.so\.(1[2-9])")
+
+
+def _value(text: str) -> float:
+    """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float. NaN for -nan, and for what is
+    no finite number (inf, 1e999): those are missing values (see _note_value)."""
+    if "_" not in text:  # most values are a plain number, spaces around it (float reads '1_0' as 10)
+        try:
+            value = float(text)
+        except ValueError:
+            pass
+        else:
+            return value if math.isfinite(value) else math.nan
+    match = _NUMBER.search(text)
+    if not match:
+        return math.nan
+    value = float(match[0])
+    return value if math.isfinite(value) else math.nan
+
+
+def _out_of_range(text: str) -> bool:
+    match = _NUMBER.search(text)
+    return bool(match) and "nan" not in match[0].lower() and not math.isfinite(float(match[0]))
 
 
 def _grown(before: float, now: float) -> float:
@@ -215,7 +233,7 @@ def parse_file(path: str | Path) -> SimLog:
         zipped = probe.read(2) == b"\x1f\x8b"
     reader = _Reader(every_line=False)
     with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
-        reader.read_blocks(_byte_blocks(handle, damage, PIECE if zipped else BLOCK))
+        reader.read_blocks(_text_blocks(handle, damage, PIECE if zipped else BLOCK))
     if not (reader.log.exit_detected or reader.log.stopped_at_limit):  # its failure lines may say why it ended
         with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
             for block in _text_blocks(handle, _Damage()):
@@ -245,12 +263,6 @@ def parse_lines(lines: Iterable[str]) -> SimLog:
     return reader.finish()
 
 
-# The stats _stat reads as a number and nothing more (the others also name the build, or are read another way),
-# by their printed names as bytes: read_blocks reads them without decoding.
-_PLAIN = {key.encode(): name for key, name in PRINTED.items()
-          if key not in (FORK_MARKER, "gpgpu_n_cache_bkconflict", *_KEYS)}
-
-
 class _Reader:
     """The parser's state over one log: `line` reads one line, `finish` makes the record."""
 
@@ -268,20 +280,20 @@ class _Reader:
         self.sampled = 0  # samples before this index belong to a kernel whose stats block was read
         self.user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
         self.matched: set[str] = set()
-        self._block: bytes | None = None  # the block being read, and where in it the line being read begins
+        self._block: str | None = None  # the block being read, and where in it the line being read begins
         self._start = 0
         self._counted = (0, 0)  # a place in that block, and the log's lines before it
 
-    def read_blocks(self, blocks: Iterable[bytes]) -> None:
-        """Read blocks of UTF-8 bytes that each end with a line. Only the lines `line` acts on are decoded and
-        handed to it, found by one regex over the block (what a line begins with) and a plain search (the
-        banner); every line is counted. With user stats (a regex of their own) every line is read."""
+    def read_blocks(self, blocks: Iterable[str]) -> None:
+        """Read blocks of text that each end with a line. Only the lines `line` acts on are handed to it, found
+        by one regex over the block (what a line begins with) and a plain search (the banner); every line is
+        counted. With user stats (a regex of their own) every line is read."""
         keys = frozenset(PRINTED) | frozenset(_KEYS)
         for block in blocks:
-            if not self.saw_any and not block.isspace() and (block.isascii() or not _text(block).isspace()):
+            if not self.saw_any and not block.isspace():
                 self.saw_any = True
             if self.user:
-                for raw in _text(block).split("\n")[:-1]:
+                for raw in block.split("\n")[:-1]:
                     self.log.lines += 1
                     self.line(raw)
                 continue
@@ -289,44 +301,33 @@ class _Reader:
             banners = []  # where lines holding the banner begin (rare: one a simulator process)
             at = block.find(_BANNER_WORDS)
             while at >= 0:
-                banners.append(block.rfind(b"\n", 0, at) + 1)
-                at = block.find(_BANNER_WORDS, block.find(b"\n", at) + 1)
+                banners.append(block.rfind("\n", 0, at) + 1)
+                at = block.find(_BANNER_WORDS, block.find("\n", at) + 1)
             banners.append(len(block))  # a sentinel past every line
             self._block, self._counted, next_banner, b = block, (0, self.log.lines), banners[0], 0
-            # b'\n' + block: a match begins where a line does, at that line's start in block's own positions
-            for match in wanted.finditer(b"\n" + block):
-                start = match.start()
+            stat = self._stat
+            # '\n' + block: a match begins where a line does, at that line's start in block's own positions
+            for match in wanted.finditer("\n" + block):
+                start, stop = match.span()
                 while next_banner <= start:  # banner lines before this one, each read once
                     if next_banner < start:
                         self._start = next_banner
-                        self.line(_text(block[next_banner:block.find(b"\n", next_banner)]))
+                        self.line(block[next_banner:block.find("\n", next_banner)])
                     b += 1
                     next_banner = banners[b]
-                word, rest = match.group("word", "rest")
-                current = self.current
-                if rest is not None and current is not None:  # a stat line in a stats block, as _state sends it
-                    name = _PLAIN.get(word)
-                    if name is not None and b"_" not in rest:  # the bulk: a kept stat, a plain number
-                        try:
-                            value = float(rest)  # bytes: only an ASCII number reads, as the text would
-                        except ValueError:
-                            pass
-                        else:
-                            if 0 <= value < math.inf:  # else _stat notes it
-                                current.printed[name] = value
-                                continue
-                    self._start = start
-                    if self._stat(word.decode(), _text(rest)):
-                        continue
                 self._start = start
-                self.line(_text(block[start:block.find(b"\n", start)]))
+                end = block.find("\n", start)
+                # a stat line in a stats block: straight to _stat, as _state would send it
+                if block[stop - 2] != "=" or self.current is None \
+                        or not stat(block[start:stop - 2].strip(), block[stop - 1:end]):
+                    self.line(block[start:end])
             while b < len(banners) - 1:  # banner lines after the last match
                 self._start = banners[b]
-                self.line(_text(block[banners[b]:block.find(b"\n", banners[b])]))
+                self.line(block[banners[b]:block.find("\n", banners[b])])
                 b += 1
             self._block = None
             counted, lines = self._counted  # the lines number() counted already are not counted again
-            self.log.lines = lines + block.count(b"\n", counted)
+            self.log.lines = lines + block.count("\n", counted)
 
     def number(self) -> int:
         """The line being read's number: counted only when a note needs it."""
@@ -334,7 +335,7 @@ class _Reader:
             return self.log.lines
         block, start = self._block, self._start
         counted, lines = self._counted  # lines before `counted` in the block: each line is counted once
-        self._counted = (start, lines + block.count(b"\n", counted, start))
+        self._counted = (start, lines + block.count("\n", counted, start))
         return self._counted[1] + 1
 
     def line(self, raw: str) -> None:
@@ -375,7 +376,7 @@ class _Reader:
             return
         if current is not None and line.startswith("Stall:"):  # the 'Warp Occupancy Distribution' line
             slots = dict(part.split(":", 1) for part in line.split() if ":" in part)
-            lanes = [_value(slots.get(lane, "nan")) for lane in _LANES]
+            lanes = [_value(slots.get(f"W{n}", "nan")) for n in range(1, 33)]
             for key in ("Stall", "W0_Idle", "W0_Scoreboard"):
                 current.printed[f"issue_slots[{key}]"] = _value(slots.get(key, "nan"))
             current.printed["issue_slots[issued]"] = sum(lanes)
@@ -496,7 +497,7 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                 if "gpgpu_n_tot_thrd_icount" in record.printed:
                     record.printed.setdefault(name, 0.0)
     mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
-    seen: set[int] = set()
+    seen: set[int] = set()  # a set: a log of many launches is not checked pair by pair
     repeated = next((record.launch_uid for record in log.kernels
                      if record.launch_uid in seen or seen.add(record.launch_uid)), None)
     if not mixed and repeated is not None:  # one process numbers its launches once: a block was copied in

@@ -1,13 +1,13 @@
 """A simulator log as text: opening it (plain or gzip, damaged bytes read as such), the lines that can matter
-found by a regex over blocks of the file (the parser's fast path), a value as a number, the options it echoes, and
-named logs (files or standard input). simflow.sim.log reads what these lines say."""
+found by a regex over blocks of the file (the parser's fast path), the options it echoes, and named logs (files or
+standard input). simflow.sim.log reads what these lines say."""
 
 from __future__ import annotations
 
+import codecs
 import functools
 import gzip
 import io
-import math
 import re
 import zlib
 from collections.abc import Iterable, Iterator
@@ -21,35 +21,6 @@ EXIT_LINE = "GPGPU-Sim: *** exit detected ***"
 
 
 LIMIT_LINE = "break due to reaching the maximum cycles (or instructions)"
-
-
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)", re.IGNORECASE)
-
-
-def _value(text: str) -> float:
-    """'48.2100', '10.2516%', '8.38 GB/Sec', '655047x', '-nan' -> float. NaN for -nan, and for what is
-    no finite number (inf, 1e999): those are missing values (see _note_value)."""
-    if "_" not in text:  # most values are a plain number, spaces around it (float reads '1_0' as 10)
-        try:
-            value = float(text)
-        except ValueError:
-            pass
-        else:
-            return value if math.isfinite(value) else math.nan
-    match = _NUMBER.search(text)
-    if not match:
-        return math.nan
-    value = float(match[0])
-    return value if math.isfinite(value) else math.nan
-
-
-def _out_of_range(text: str) -> bool:
-    match = _NUMBER.search(text)
-    return bool(match) and "nan" not in match[0].lower() and not math.isfinite(float(match[0]))
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
 
 
 def _open_text(path: Path) -> io.TextIOBase:
@@ -128,13 +99,13 @@ PIECE = 1 << 13  # bytes read at a time from a gzip stream: a damaged one keeps 
 BLOCK = 1 << 20  # bytes parsed at a time
 
 
-def _byte_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[bytes]:
-    """The file's bytes in blocks that each end with a line (newlines made '\\n', as a text file reads them),
+def _text_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[str]:
+    """The file's text in blocks that each end with a line (newlines made '\\n', as a text file reads them),
     until it ends or cannot be read on (a cut or corrupted gzip stream, garbage after it, an I/O error):
-    what came before is kept, the line cut by the error is dropped, the error is noted. A block cut at a
-    newline decodes alone as it would in the whole text (no UTF-8 sequence holds a newline byte)."""
+    what came before is kept, the line cut by the error is dropped, the error is noted."""
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
     pieces: list[bytes] = []
-    size, carry = 0, b""
+    size, carry = 0, ""
     while True:
         try:
             data = handle.read1(piece)
@@ -146,53 +117,46 @@ def _byte_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[bytes]
             size += len(data)
             if size < BLOCK:
                 continue
-        chunk = carry + b"".join(pieces)
+        text = carry + decode(b"".join(pieces), final=data is not None and not data)
         pieces, size = [], 0
-        if chunk.endswith(b"\r") and data:  # it may be the first half of '\r\n'
-            chunk, carry = chunk[:-1], b"\r"
+        if text.endswith("\r") and data:  # it may be the first half of '\r\n'
+            text, carry = text[:-1], "\r"
         else:
-            carry = b""
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        cut = chunk.rfind(b"\n") + 1
+            carry = ""
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        cut = text.rfind("\n") + 1
         if cut:
-            yield chunk[:cut]
+            yield text[:cut]
         if not data:  # the end, or the damage: a last line without its newline is read only at the end
-            if data is not None and chunk[cut:]:
-                yield chunk[cut:] + b"\n"
+            if data is not None and text[cut:]:
+                yield text[cut:] + "\n"
             return
-        carry = chunk[cut:] + carry
-
-
-def _text_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[str]:
-    """_byte_blocks as text, damaged bytes read as U+FFFD (as a text file opened with errors='replace')."""
-    for block in _byte_blocks(handle, damage, piece):
-        yield block.decode("utf-8", "replace")
+        carry = text[cut:] + carry
 
 
 # What a line the parser's state acts on begins with (after spaces): every other line of a log (the bulk of a
-# stats block: per-core, per-bank and DRAM lines) changes nothing, so read_blocks skips it in C, over the bytes
-# (decoding only the lines it keeps). An option ('-name value') counts only before the first stats block, a line
-# of dashes never; a GPGPU-Sim line only when it holds what _Reader.line looks for in one.
+# stats block: per-core, per-bank and DRAM lines) changes nothing, so read_blocks skips it in C. An option
+# ('-name value') counts only before the first stats block, a line of dashes never; a GPGPU-Sim line only when
+# it holds what _Reader.line looks for in one.
 _STARTS = {"total_dl1_": "", "Stall:": "", "kernel_name": "", "simflow:": "", _FAIL_FAMILY: "",
            "GPGPU-Sim": "(?=[^\\n]*?(?:" + "|".join(re.escape(word.removeprefix("GPGPU-Sim")) for word in (
                "LIVENESS - uArch: inst", EXIT_LINE, LIMIT_LINE, "GPGPU-Sim PTX: Kernel '", "pushing kernel '",
                "CTA/core = ")) + "))"}  # each after the 'GPGPU-Sim' the line begins with
 
 
+_OPTION = {"-": r"(?!(?:-|[^\S\n])*\n)"}
+
+
 _KEYS = ("gpgpu_simulation_rate", "gpgpu_simulation_time", "kernel_launch_uid")  # and PRINTED's, each before '='
 
 
-_BANNER_WORDS = b"Simulator Version"  # anywhere in a line
-
-
-LAST_SPACE = 0x3000  # the highest code point str.isspace() holds true for (a test checks it)
+_BANNER_WORDS = "Simulator Version"  # anywhere in a line
 
 
 def _branches(words: dict[str, str]) -> str:
     """A regex for any of `words`, each followed by its own regex, factored by shared beginnings so that the
-    engine tries few branches a line: words that end at one character are one character class, and a choice
-    of several characters is guarded by a class of them (most lines fail there, at their first character)."""
+    engine tries few branches a line."""
     trie: dict = {}
     for word, then in words.items():
         node = trie
@@ -200,39 +164,17 @@ def _branches(words: dict[str, str]) -> str:
             node = node.setdefault(char, {})
         node[""] = then
 
-    def one_of(chars) -> str:
-        return "[" + "".join(re.escape(char) for char in sorted(chars)) + "]"
-
     def emit(node: dict) -> str:
-        ends = sorted(char for char, child in node.items() if char and child == {"": ""})
-        branches = [one_of(ends)] if len(ends) > 1 else [re.escape(char) for char in ends]
-        branches += [re.escape(char) + emit(child) for char, child in sorted(node.items())
-                     if char and char not in ends]
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
         if "" in node:
             branches.append(node[""])
-        if len(branches) == 1:
-            return branches[0]
-        choice = "(?:" + "|".join(branches) + ")"
-        return f"(?:(?={one_of(node.keys())}){choice})" if "" not in node and len(node) > 2 else choice
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
     return emit(trie)
 
 
 @functools.cache
 def _wanted(keys: frozenset[str], options: bool) -> re.Pattern:
-    """The lines that can matter, over UTF-8 bytes: the word a line begins with, and where an '=' follows it
-    after spaces, the rest of the line (a stat line: 'key = value'). It finds every line _Reader.line acts on
-    (and a few it does not, which line() then reads as parse_lines would): its spaces are every character
-    str.strip() takes. Spaces of one byte (tab, space ...) are matched; a line with a wider one (no-break space
-    ...) where a word could begin, or between a key and its '=', is handed to line() whole. Written as text,
-    one character a byte (latin-1)."""
-    spaces = [chr(code).encode().decode("latin-1") for code in range(LAST_SPACE + 1)
-              if chr(code).isspace() and chr(code) != "\n"]
-    one = "[" + "".join(re.escape(char) for char in spaces if len(char) == 1) + "]*+"
-    wide = {char[0] for char in spaces if len(char) > 1}  # the first bytes of the wider spaces
-    after_key = "[=" + "".join(sorted(wide)) + "]"
-    words = {**{key: f"(?={one}{after_key})" for key in keys}, **_STARTS, **dict.fromkeys(wide, "")}
-    if options:
-        words["-"] = f"(?!(?:-|{one[:-2]})*\n)"
-    # one trie for every word: most lines are told from one that can matter at their first letter
-    return re.compile(f"\n{one}(?P<word>{_branches(words)})(?:{one}=(?P<rest>[^\n]*))?".encode("latin-1"))
+    words = {**{key: r"[^\S\n]*+=" for key in keys}, **_STARTS, **(_OPTION if options else {})}
+    return re.compile(r"\n[^\S\n]*+" + _branches(words))
+
