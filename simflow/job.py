@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .kernels.problems import Problem
-from .kernels.values import show_value
+from .kernels.values import Params, show_value
 from .registry import backend_class
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def job_options(given: dict) -> dict:
 @dataclass(frozen=True)
 class Job:
     variant: str
-    params: tuple[tuple[str, object], ...]  # resolved, in the variant's order
+    params: Params  # resolved, in the variant's order
     problem: Problem
     backend: str
     config: str = ""  # simulator config as named (a name or an overlay's path); '' where the backend takes none
@@ -109,7 +109,7 @@ class Job:
             raise UserError(not_taken(backend, "a simulator config"))
         config = kw.pop("config", "") or cls.default_config
         name, key = cls.config_identity(config) if config else ("", "")
-        return Job(variant, tuple(resolved.items()), problem, backend, config, name, key, **kw)
+        return Job(variant, Params(resolved), problem, backend, config, name, key, **kw)
 
     @property
     def runner(self) -> str:
@@ -136,7 +136,7 @@ class Job:
                 self.launch)
 
     def describe(self) -> str:
-        params = " ".join(f"{k}={show_value(v)}" for k, v in self.params)
+        params = " ".join(f"{k}={show_value(v)}" for k, v in self.params.items())
         where = f" {self.config}" if self.config else ""
         only = f" (launch {self.launch} only)" if self.launch else ""
         return f"{self.variant} [{params}] {self.problem.name} {self.backend}{where}{only}"
@@ -152,7 +152,7 @@ class Job:
         """The inverse of as_dict (result.json's "job", run.json's, job.json)."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
-        kw["params"] = tuple(dict(data.get("params", {})).items())
+        kw["params"] = Params(data.get("params", {}))
         kw["problem"] = Problem(**data["problem"])
         return cls(**kw)
 

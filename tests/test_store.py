@@ -277,3 +277,22 @@ def test_a_record_of_a_job_takes_its_identity_from_the_job():
     assert (result.status, result.fingerprint, result.reason) == ("refused", "f" * 16, "why")
     result.params["tile"] = 16
     assert dict(job.params)["tile"] == 8  # the record's copy, not the job's
+
+
+def test_a_jobs_params_are_an_immutable_mapping_that_survives_json_and_pickle():
+    """Issue 59: params were a tuple of pairs, turned into a dict and back at every use; now one mapping."""
+    import json
+    import pickle
+
+    from simflow.job import Job
+    from simflow.kernels.problems import get_problem
+
+    job = Job.make("shared", {"tile": 8}, get_problem("batch3x3"), "gpgpusim")
+    params = job.params
+    assert params["tile"] == 8 and list(params)[:2] == ["tile", "pad_row"] and dict(params)["unroll"] == "none"
+    with pytest.raises(TypeError):
+        params["tile"] = 16  # type: ignore[index]
+    assert hash(params) == hash(Job.make("shared", {"tile": 8}, get_problem("batch3x3"), "gpgpusim").params)
+    assert pickle.loads(pickle.dumps(job)) == job
+    assert Job.from_dict(json.loads(json.dumps(job.as_dict()))) == job
+    assert params == dict(params) and params != {**params, "tile": 16}

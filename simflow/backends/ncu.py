@@ -345,7 +345,7 @@ def profile(job: Job, folder: Path, kernel: Kernel | None = None) -> RunResult:
     kernel = kernel or job.kernel()
     problem = job.problem
     target = [sys.executable, "-m", "simflow", "run", job.variant,
-              *[f"--param={k}={show_value(v)}" for k, v in job.params],
+              *[f"--param={k}={show_value(v)}" for k, v in job.params.items()],
               "--shape", problem.shape_text,  # the stride too: a strided layer is profiled as it is
               "--warmup", "0", "--repeats", "1", "--seed", str(job.seed), "--no-store",
               "--results", str(folder / "target"), "--json"]

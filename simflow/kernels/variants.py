@@ -13,6 +13,7 @@ from ..errors import UserError
 from . import families, tensor_cores, transforms, wgmma  # noqa: F401 (importing them registers their families)
 from .problems import Problem
 from .user_variants import load_user_variant
+from .values import Params
 from .variant_types import FAMILIES, Kernel, Launch, Param, Variant, show_value, template_environment
 
 __all__ = ["VARIANTS", "Kernel", "Launch", "Param", "Variant", "get_variant", "parse_param_args", "render",
@@ -69,9 +70,8 @@ def use_variant_dirs(folders: list[str]) -> None:
 
 
 @lru_cache(maxsize=64)
-def rendered(variant: str, params: tuple, problem: Problem) -> Kernel:
-    """A job's kernel (params as (name, value) pairs), rendered once however often it is asked for; forgotten when
-    the variants are read again."""
+def rendered(variant: str, params: Params, problem: Problem) -> Kernel:
+    """A job's kernel, rendered once however often it is asked for; forgotten when the variants are read again."""
     return get_variant(variant).render(problem, dict(params))
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from ..job import Job
 from ..kernels.problems import Problem
+from ..kernels.values import Params
 from ..processes import owner, owner_alive
 
 # result.json's format. 2: the record carries its job ("job"); a file without "format" is 1 and is read through
@@ -88,7 +89,7 @@ class RunResult:
             self.created = utc_timestamp()
         if self.job is None:
             env = self.environment
-            self.job = Job(self.variant, tuple(self.params.items()), self.problem, self.backend,
+            self.job = Job(self.variant, Params(self.params), self.problem, self.backend,
                            config=env.get("config", ""), config_name=env.get("config", ""),
                            config_key=env.get("config_key", ""), docker_image=env.get("docker_image", ""),
                            seed=self.seed)

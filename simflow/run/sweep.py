@@ -199,7 +199,7 @@ def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executo
 
 def refusal_fingerprint(job: Job) -> str:
     """Stands for the source a refused job never had: the same job refused again is the same run."""
-    key = json.dumps(["refused", job.variant, job.params, job.problem.as_dict(), job.backend, job.config],
+    key = json.dumps(["refused", job.variant, list(job.params.items()), job.problem.as_dict(), job.backend, job.config],
                      sort_keys=True, default=str)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import UNLABELLED, Problem
+from ..kernels.values import Params
 from ..results.folders import keep_result, new_run_folder, replace_with
 from ..results.record import RunResult, utc_timestamp
 from .config import INSTRUMENTATION
@@ -93,7 +94,7 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
     run_id, folder = new_run_folder(variant, results)
     problem = Problem.of_log(labels.get("problem", UNLABELLED))
     # the job another application's run stands for: its labels are the parameters, the config as named or logged
-    job = Job(variant, tuple(labels.items()), problem, "gpgpusim", config=config_name, config_name=config_name,
+    job = Job(variant, Params(labels), problem, "gpgpusim", config=config_name, config_name=config_name,
               config_key=config_identity(log.options) if log.options else "")
     result = RunResult(status=STATUS_OF_LOG.get(log.status, "crashed"), backend="gpgpusim", variant=variant,
                        params=labels, problem=problem, fingerprint=log_digest(path),
