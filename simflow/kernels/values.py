@@ -10,11 +10,10 @@ class Params(Mapping):
     """A job's parameters, resolved: name -> value in the variant's order, immutable and hashable (a job is a
     value, and its render is cached by it). Read as a dict reads; JSON takes dict(params)."""
 
-    __slots__ = ("_items", "_values")
+    __slots__ = ("_values",)
 
     def __init__(self, items: Mapping | Iterable[tuple[str, object]] = ()) -> None:
-        self._items = tuple(items.items() if isinstance(items, Mapping) else items)
-        self._values = dict(self._items)
+        self._values = dict(items)
 
     def __getitem__(self, name: str) -> object:
         return self._values[name]
@@ -35,8 +34,7 @@ class Params(Mapping):
         return f"Params({self._values!r})"
 
     def __reduce__(self):
-        return Params, (self._items,)
-
+        return Params, (tuple(self._values.items()),)
 
 
 def show_value(value: object) -> str:

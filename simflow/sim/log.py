@@ -498,8 +498,12 @@ def _finish(log: SimLog, failures: list[str], newer_cudart: str | None, saw_any:
                     record.printed.setdefault(name, 0.0)
     mixed = f"a second simulator banner at line {banners[0]}" if banners else ""
     seen: set[int] = set()  # a set: a log of many launches is not checked pair by pair
-    repeated = next((record.launch_uid for record in log.kernels
-                     if record.launch_uid in seen or seen.add(record.launch_uid)), None)
+    repeated = None
+    for record in log.kernels:
+        if record.launch_uid in seen:
+            repeated = record.launch_uid
+            break
+        seen.add(record.launch_uid)
     if not mixed and repeated is not None:  # one process numbers its launches once: a block was copied in
         mixed = (f"kernel_launch_uid {repeated} has two stats blocks: output copied or appended twice, not one "
                  "process's run")
