@@ -11,7 +11,7 @@ from simflow.backends.gpgpusim import unsupported
 from simflow.errors import LimitError, UserError
 from simflow.kernels.limits import KNOWN_DEVICES, check_threads
 from simflow.kernels.problems import Problem, get_problem
-from simflow.kernels.variants import VARIANTS, parse_param_args, render, template_environment
+from simflow.kernels.variants import VARIANTS, get_variant, parse_param_args, render, template_environment
 
 
 def test_every_combination_renders_deterministically():
@@ -865,6 +865,21 @@ def test_tune_in_bf16_admits_tf32_and_float32_but_not_fp16():
     assert sum(p.get("io") == "bfloat16" for _, p in STARTS["bfloat16"]) > 10  # bf16 tensors, as fp16's half ones
     for variant, params in STARTS["bfloat16"]:
         assert render(variant, get_problem("resnet50-1x1-64-64-56"), params).precision == "bfloat16"
+
+
+def test_every_variants_tuner_starts_are_its_own_parameters_in_a_precision_tune_knows():
+    """Issue 59: a variant declares what the tuner tries first (variants.toml's starts.PRECISION) beside its
+    parameters; a start that names a parameter or value the variant lacks fails here, not in a user's tune."""
+    from simflow.run.tune_starts import ADMITS, STARTS
+
+    declared = [(name, precision, given) for name, variant in VARIANTS.items()
+                for precision, starts in variant.starts.items() for given in starts]
+    assert len(declared) > 90 and {precision for _, precision, _ in declared} <= set(ADMITS)
+    for name, precision, given in declared:
+        resolved = get_variant(name).resolve(given)  # refuses an unknown parameter or value
+        assert all(resolved[key] == value for key, value in given.items()), (name, given)
+        assert (name, given) in STARTS[precision]
+        assert get_variant(name).precision_of(resolved) == precision, (name, precision, given)
 
 
 def test_a_job_renders_its_kernel_once_however_often_asked(monkeypatch):

@@ -166,6 +166,8 @@ class Variant:
     # The layer simflow's tests render and run it on where their common odd layer does not fit it (Problem's
     # fields, from variants.toml's test_layer): WMMA takes M in 16s, wgmma_nchw only 1x1 layers ...
     test_layer: dict = field(default_factory=dict)
+    # What `simflow tune` tries first, per precision (variants.toml's starts.PRECISION): each the parameters it sets.
+    starts: dict = field(default_factory=dict)
 
     def __init_subclass__(cls, family: str = "", **kwargs) -> None:
         """A family registers itself by name (`class X(Variant, family="name")`): variants.toml's `family = "name"`

@@ -47,7 +47,9 @@ def load_variants(folders: list[Path]) -> dict[str, Variant]:
         variants[name] = FAMILIES[spec["family"]](name, spec["template"], spec.get("summary", ""),
                                                   tuple(params[p] for p in spec.get("params", [])),
                                                   dict(spec.get("fixed", {})),
-                                                  test_layer=dict(spec.get("test_layer", {})))
+                                                  test_layer=dict(spec.get("test_layer", {})),
+                                                  starts={precision: tuple(dict(given) for given in starts)
+                                                          for precision, starts in spec.get("starts", {}).items()})
     for folder in users:
         if not folder.is_dir():
             raise UserError(f"no variant folder {folder} (named in {VARIANTS_ENV} or --variants)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..kernels.variants import get_variant
+from ..kernels.variants import VARIANTS, get_variant
 
 # A precision is the least a configuration may compute in: a float32 kernel meets TF32's and fp16's tolerance too,
 # so it competes there (cuDNN, allowed TF32, may pick an FMA kernel as well). On a first layer of one input channel
@@ -16,146 +16,19 @@ ADMITS = {"float32": ("float32",), "tf32": ("tf32", "float32"), "float16": ("flo
 
 # What every tune tries first (Optuna's strategies), before its optimiser chooses: these configurations, then each
 # variant's defaults. A layer never seen still starts from what won the known ones, so a short budget finds at least
-# that (and every variant, FFT and Winograd included, is tried once); the suite benchmark times this list.
-STARTS = {  # precision -> (variant, params), the rest of each variant's parameters at their defaults. Each
-    # configuration won a ResNet-50 layer on the H200 against the others here, or came within 3 % of the
-    # winner (fp32: 2026-11-22, after the vector-store fix; TF32 and fp16: 2026-11-23, benchmarks/results/
-    # suite_resnet50_{stores,split,half,nhwc-half}_every_h200_2026-11-22.csv, suite_resnet50_tile64_every_h200_*)
-    "float32": [("implicit_gemm_async", {"tile_m": 64}), ("implicit_gemm_async", {"tile_n": 64}),
-                ("implicit_gemm_async", {"bk": 16}), ("implicit_gemm_async", {"split": 4}),
-                ("implicit_gemm_async", {"tile_m": 256, "bk": 16, "stages": 4}),  # added 2026-11-24 (toycnn's best)
-                ("implicit_gemm", {"tile": 64}), ("implicit_gemm", {"tile_m": 96}),  # 96 channels: AlexNet conv1
-                ("winograd", {"m": 2}),
-                ("winograd", {"m": 4}),  # winograd: the 3x3 stride-1 layers only (it refuses the rest)
-                ("winograd", {"m": 4, "bk": 16}),  # 3x3 128->128 at 28: 0.173 -> 0.144 ms (H100, 2026-11-26)
-                # 64-channel tiles where M is 64 or few: VGG conv1_2 1.171 -> 0.907 ms, 5x5 32->64 at 32 0.129 ->
-                # 0.105 (H100, 2026-11-27, results/grid_winograd_session33_*)
-                ("winograd", {"m": 4, "bk": 16, "tile": 64}),
-                # direct kernels for first layers of few channels (stride 1): VGG conv1_1 and fmnist-conv1/2, whose
-                # float32 also answers TF32 and fp16 (ADMITS; PERFORMANCE.md sessions 18 and 22)
-                ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared"}),
-                # ... in groups of 16 channels: VGG conv1_1 0.142 -> 0.121 ms in a 40-s tune (H100, 2026-11-27)
-                ("regtile", {"outputs": 2, "rows": 2, "images": 2, "weights": "shared", "channels": 16}),
-                ("regtile", {"outputs": 4, "rows": 8}), ("regtile", {"outputs": 2, "rows": 8, "weights": "shared"}),
-                # 64 channels, bk 16, two stages: five ResNet-50 layers of 64-512 channels (3x3 64->64 at 56: 0.233 ->
-                # 0.212 ms; H100, 2026-11-27, suite_resnet50_session25_every_h100_2026-11-27.csv); first kept for
-                # k7net-conv2, which regtile's channel groups now win
-                ("implicit_gemm_async", {"tile_m": 64, "bk": 16, "stages": 2}),
-                # output channels split over blocks: k7net-conv2 (12 -> 24 channels, 16x16 outputs) 59.8 -> 25.0 us,
-                # cuDNN 51.7 (H100, 2026-11-27, PERFORMANCE.md session 26)
-                ("regtile", {"outputs": 2, "rows": 16, "weights": "shared", "channels": 12}),
-                ("regtile", {"outputs": 2, "rows": 8, "weights": "shared", "channels": 4})],
-    "tf32": [("mma_nchw", {"precision": "tf32"}), ("mma_nchw", {"precision": "tf32", "tile_m": 64}),
-             ("mma_nchw", {"precision": "tf32", "bk": 16}), ("mma_nchw", {"precision": "tf32", "split": 4}),
-             ("mma_nhwc", {"precision": "tf32"}), ("mma_nhwc", {"precision": "tf32", "stages": 4}),
-             ("mma_nhwc", {"precision": "tf32", "tile_n": 64, "split": 2}),
-             ("wgmma_nhwc", {"precision": "tf32"}), ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6}),  # added 2026-11-24
-             # split-K and 64-pixel tiles: the 7x7 and 14x14 layers (2026-11-26, PERFORMANCE.md session 21)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "split": 2}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 64}),
-             # wgmma reading x in place: 1x1 layers only (2026-11-26, PERFORMANCE.md sessions 20-21)
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256}), ("wgmma_nchw", {"precision": "tf32", "stages": 6}),
-             ("wgmma_nchw", {"precision": "tf32", "stages": 3}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64}),
-             # persistent: the 1x1 layers at 28 and 56 (2026-11-26, PERFORMANCE.md session 21)
-             ("wgmma_nchw", {"precision": "tf32", "persistent": True}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "stages": 3}),  # 1x1 at 7x7 and stride 2
-             # 1x1 layers (H100, 2026-11-27, PERFORMANCE.md session 25): 512->1024 at 28 stride 2 65.5 -> 59.2 us,
-             # 2048->512 at 7 45.4 -> 42.4, 512->128 at 28 33.6 -> 31.2, 128->512 at 28 35.0 -> 32.7
-             ("wgmma_nchw", {"precision": "tf32", "tile_m": 256, "tile_n": 64}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6}),
-             ("wgmma_nchw", {"precision": "tf32", "tile_n": 64, "stages": 6, "persistent": True}),
-             ("wgmma_nchw", {"precision": "tf32", "stages": 5, "persistent": True}),
-             # the pixels a strided layer reads copied dense first: 1024->2048 at 14 stride 2 62.7 -> 60.9 us (H100,
-             # 2026-11-27, PERFORMANCE.md session 27)
-             ("wgmma_nchw", {"precision": "tf32", "gather": True, "tile_m": 256}),
-             # split-K: 2048->512 at 7 (26 tiles of 256 x 128, 64 k steps) 43.0 -> 37.1 us (same H100 and session)
-             ("wgmma_nchw", {"precision": "tf32", "split": 4, "tile_m": 256}),
-             # three warpgroups of 64 pixels (tile_n=192): 1x1 1024->512 at 14 39.2 -> 37.6 us, 512->256 at 28 44.0
-             # -> 40.9, 512->128 at 28 31.5 -> 29.2 (H100, 2026-11-27, PERFORMANCE.md session 31)
-             ("wgmma_nchw", {"precision": "tf32", "tile_n": 192}),
-             # stream-K: the 3x3 layers at 7 and 14 (VGG conv5 0.097 -> 0.078 ms; H100, PERFORMANCE.md session 22)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 256, "stream_k": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True}),
-             # 64-channel tiles: the 64->64 3x3 layers computed zero rows in half of every wgmma (3x3 64->64 at 56
-             # 80.4 -> 70.9 us, VGG conv1_2 0.548 -> 0.478 ms; H100, 2026-11-27, PERFORMANCE.md session 28)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "stages": 5}),
-             # persistent blocks, the k steps running on from tile to tile (3x3 256->256 at 14 50.9 -> 47.2 us, 1x1
-             # 512->1024 at 28 stride 2 65.4 -> 60.4, 3x3 64->64 at 56 72.9 -> 69.2, 3x3 512->512 at 7 77.0 -> 69.6;
-             # H100, 2026-11-27, PERFORMANCE.md session 29)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stages": 6, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "persistent": True}),
-             # 192-pixel tiles: VGG conv4 (16 x 28 x 28 pixels) is 66 x 4 = 264 tiles of 128 x 192, two waves of 132
-             # SMs, where 256-pixel tiles are 196 (1.5 waves): conv4_2 220.4 -> 202.6 us, conv4_1 119.9 -> 109.9 (H100,
-             # 2026-11-27, PERFORMANCE.md session 31)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "persistent": True}),
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 192, "stages": 5, "persistent": True}),
-             # 224-pixel tiles: VGG conv5's 16 x 14 x 14 pixels are 14 whole tiles (256: 13, the last a quarter
-             # full), stream-K 77.6 -> 76.3 us (H100, 2026-11-27, PERFORMANCE.md session 32)
-             ("wgmma_nhwc", {"precision": "tf32", "tile_n": 224, "stream_k": True}),
-             # x read in place and each pixel once a block, the taps shifted reads of a run of rows with their halo:
-             # VGG conv1_2 0.462 -> 0.306 ms, conv2_2 0.273 -> 0.262, 3x3 64->64 at 56 (batch 32) 0.070 -> 0.054
-             # (H100, 2026-11-28, PERFORMANCE.md session 34)
-             ("wgmma_halo", {"tile_m": 64, "tile_n": 512}), ("wgmma_halo", {"tile_m": 128, "tile_n": 256}),
-             ("wgmma_halo", {"tile_m": 128, "tile_n": 128, "stages": 2})],
-    "float16": [("mma_nchw", {"precision": "fp16"}), ("mma_nchw", {"precision": "fp16", "tile_m": 64}),
-                # half tensors in and out, as cuDNN fp16 takes and gives them (mma_nchw: 1x1 stride-1 layers only)
-                ("mma_nhwc", {"precision": "fp16", "io": "float16"}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "stages": 4}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "stages": 4}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 2}),
-                ("mma_nhwc", {"precision": "fp16", "io": "float16", "tile_n": 64, "split": 4}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16"}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16", "stages": 4}),
-                ("mma_nchw", {"precision": "fp16", "io": "float16", "tile_m": 64}),
-                ("wgmma_nhwc", {"io": "float16"}), ("wgmma_nhwc", {"io": "float16", "tile_n": 128}),
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "stages": 6}),  # Hopper's wgmma: added 2026-11-24
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 64}),  # the 7x7 and 14x14 layers: 2026-11-26
-                # 64-channel tiles (two blocks an SM at these stages): 3x3 64->64 at 56 49.6 -> 41.9 us, VGG conv1_2
-                # 0.346 -> 0.280 ms; 3x3 512->512 at 7 46.0 -> 44.0 us, at 14 stride 2 51.1 -> 48.8 (H100, 2026-11-27,
-                # PERFORMANCE.md session 28)
-                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 3}),
-                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128}),
-                # persistent blocks (1x1 512->1024 at 28 stride 2 36.4 -> 34.9 us, 3x3 256->256 at 14 31.5 -> 29.5, 3x3
-                # 512->512 at 7 44.2 -> 40.1; H100, 2026-11-27, PERFORMANCE.md session 29)
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 128, "persistent": True}),
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True}),
-                ("wgmma_nhwc", {"io": "float16", "tile_m": 64, "tile_n": 128, "stages": 6, "persistent": True}),
-                ("wgmma_nhwc", {"io": "float16", "stages": 3, "persistent": True}),  # 256 pixels: 3 stages fit
-                # 192-pixel tiles: VGG conv4_2 122.0 -> 112.6 us, conv3_2 124.2 -> 122.2, ResNet-50 1x1 512->1024 at 28
-                # stride 2 34.2 -> 33.2 (H100, 2026-11-27, PERFORMANCE.md session 31)
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 192, "persistent": True}),
-                # 224-pixel tiles: a 7x7 layer's 32 x 49 pixels are 7 whole tiles (256: the seventh holds 32), 1x1
-                # 512->2048 at 7 21.8 -> 20.4 us, 1024->2048 at 14 stride 2 31.6 -> 29.8 (H100, 2026-11-27, session 32)
-                ("wgmma_nhwc", {"io": "float16", "tile_n": 224}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256}), ("wgmma_nchw", {"io": "float16", "stages": 3}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "tile_n": 64}),  # half x: 1x1 stride-1 only
-                ("wgmma_nchw", {"io": "float16", "persistent": True}),  # persistent: session 21
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "tile_n": 64, "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "tile_m": 64, "stages": 3, "persistent": True}),
-                # 1024->512 at 14 27.8 -> 25.8 us, 512->128 at 28 18.5 -> 17.2 (H100, 2026-11-27, session 25)
-                ("wgmma_nchw", {"io": "float16", "tile_m": 256, "stages": 3}),
-                ("wgmma_nchw", {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True}),
-                # half x read by wgmma from shared memory: 1024->256 at 14 15.9 -> 15.3 us, 512->256 at 28 22.3 -> 19.9
-                # (H100, 2026-11-27, PERFORMANCE.md session 26)
-                ("wgmma_nchw", {"io": "float16", "stages": 6}),
-                ("wgmma_nchw", {"io": "float16", "stages": 6, "persistent": True}),
-                # half x at stride 2 and at 7x7, copied dense first: 256->512 at 56 stride 2 50.3 -> 43.2 us,
-                # 2048->512 at 7 27.0 -> 24.8 (H100, 2026-11-27, PERFORMANCE.md session 27)
-                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_m": 256, "tile_n": 64, "stages": 6,
-                                "persistent": True}),
-                ("wgmma_nchw", {"io": "float16", "gather": True, "tile_n": 64, "stages": 6, "persistent": True}),
-                # three warpgroups of 64 pixels: 1024->512 at 14 is 132 tiles of 128 x 192 for 132 SMs (98 of 256 x
-                # 128): 21.0 -> 19.9 us, 256->1024 at 14 18.2 -> 17.0 (H100, 2026-11-27, PERFORMANCE.md session 31)
-                ("wgmma_nchw", {"io": "float16", "tile_n": 192})],
-}
+# that (and every variant, FFT and Winograd included, is tried once); the suite benchmark times this list. Each
+# variant declares its own (variants.toml's starts.PRECISION, with where each comes from).
+def _declared() -> dict[str, list[tuple[str, dict]]]:
+    """precision -> (variant, params), the rest of each variant's parameters at their defaults: simflow's own
+    variants' starts, in variants.toml's order."""
+    out: dict[str, list[tuple[str, dict]]] = {}
+    for name, variant in VARIANTS.items():
+        for precision, given in variant.starts.items():
+            out.setdefault(precision, []).extend((name, dict(params)) for params in given)
+    return out
+
+
+STARTS = _declared()
 
 
 # bf16: the fp16 winners' tiles and pipelines in bf16, half tensors (io=float16) as bf16 ones (io=bfloat16), not yet
