@@ -14,8 +14,10 @@ import numpy as np
 from cases import job_of
 
 from simflow.backends.gpgpusim import finish, prepare
+from simflow.job import Job
 from simflow.kernels.problems import get_problem
 from simflow.kernels.reference import conv2d_reference, make_inputs
+from simflow.kernels.values import Params
 from simflow.kernels.variants import render
 from simflow.results.folders import keep_result, new_run_folder, write_json
 from simflow.results.record import RunResult
@@ -46,9 +48,8 @@ def sim_record(results: Path, variant: str = "global", wrong: bool = False, log:
 def gpu_record(run_id: str, variant: str, time_ms: float, params: dict | None = None) -> RunResult:
     """A GPU-backend record shaped as GpuBackend makes it (test data: the figures are chosen, not measured)."""
     kernel = render(variant, PROBLEM, params)
-    result = RunResult(status="passed", backend="gpu", variant=variant, params=kernel.params, problem=PROBLEM,
-                       fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names, run_id=run_id,
-                       environment={"gpu": "test data"})
+    result = RunResult.of(Job(variant, Params(kernel.params), PROBLEM, "gpu"), "passed", kernel.fingerprint(),
+                          kernels=kernel.kernel_names, run_id=run_id, environment={"gpu": "test data"})
     result.add("time_ms", time_ms, "ms")
     result.add("gflops", PROBLEM.flops / (time_ms * 1e-3) / 1e9, "GFLOP/s")
     result.add("registers", 32, "regs/thread")

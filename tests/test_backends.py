@@ -47,9 +47,7 @@ class EchoBackend(Backend):
 
     def run(self, job, folder, kernel=None):
         kernel = kernel or job.kernel()
-        result = RunResult(status="passed", backend=self.name, variant=job.variant, params=dict(job.params),
-                           problem=job.problem, fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names,
-                           seed=job.seed, job=job)
+        result = RunResult.of(job, "passed", kernel.fingerprint(), kernels=kernel.kernel_names)
         result.add("source_lines", kernel.source.count("\\n"))
         return result
 '''

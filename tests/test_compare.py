@@ -61,7 +61,8 @@ def test_not_comparable_says_why(stored, tmp_path):
     assert comparable(runs["global"], gpu_run) == "backend differs (gpgpusim vs gpu)"
     import dataclasses
 
-    bigger = dataclasses.replace(runs["shared"], problem=runs["shared"].problem.with_batch(8))
+    bigger = dataclasses.replace(runs["shared"], job=dataclasses.replace(runs["shared"].job,
+                                                                    problem=runs["shared"].problem.with_batch(8)))
     assert comparable(runs["global"], bigger).startswith("problem differs")
     small = dataclasses.replace(runs["shared"], config="SM7_QV100_small", config_key="other")
     assert comparable(runs["global"], small) == "simulator config differs (SM7_QV100 vs SM7_QV100_small)"

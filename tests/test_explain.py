@@ -11,7 +11,9 @@ from runs import PROBLEM, gpu_record, sim_record
 
 from simflow.analysis.explain import explain, format_explanation, totals, verdict
 from simflow.errors import UserError
+from simflow.job import Job
 from simflow.kernels.problems import get_problem
+from simflow.kernels.values import Params
 from simflow.results.store import Store, StoredRun
 
 
@@ -103,15 +105,16 @@ def test_refusals_say_why(stored, tmp_path):
         explain(runs["global"], gpu)
     with pytest.raises(UserError, match="two simulator runs or two gpu-ncu runs"):
         explain(gpu, gpu)
-    other = dataclasses.replace(runs["shared"], problem=get_problem("fmnist-conv1"))
+    other = dataclasses.replace(runs["shared"], job=dataclasses.replace(runs["shared"].job,
+                                                                   problem=get_problem("fmnist-conv1")))
     with pytest.raises(UserError, match="problem differs.*--force"):
         explain(runs["global"], other)
     assert any("not comparable" in n for n in explain(runs["global"], other, force=True).notes)
 
 
 def test_several_kernels_are_explained_on_their_totals():
-    run = StoredRun(status="passed", backend="gpgpusim", variant="im2col_gemm", params={}, problem=PROBLEM,
-                    fingerprint="x", kernels=["a", "b"], run_id="r")
+    run = StoredRun(status="passed", job=Job("im2col_gemm", Params({}), PROBLEM, "gpgpusim"), fingerprint="x",
+                    kernels=["a", "b"], run_id="r")
     for kernel, cycles, occupancy in (("a", 6000, 10.0), ("b", 12000, 40.0)):
         run.add(f"{kernel}.gpu_sim_cycle", cycles)
         run.add(f"{kernel}.gpu_occupancy", occupancy)
@@ -127,8 +130,8 @@ def test_several_kernels_are_explained_on_their_totals():
 
 def test_a_hardware_counter_pair_stops_at_ipc():
     def ncu(run_id, cycles, insn, warps):
-        run = StoredRun(status="passed", backend="gpu-ncu", variant="global", params={}, problem=PROBLEM,
-                        fingerprint="x", kernels=["k"], run_id=run_id)
+        run = StoredRun(status="passed", job=Job("global", Params({}), PROBLEM, "gpu-ncu"), fingerprint="x",
+                        kernels=["k"], run_id=run_id)
         for name, value in (("gpu_sim_cycle", cycles), ("gpu_sim_insn", insn), ("gpgpu_n_tot_w_icount", warps),
                             ("gpu_occupancy", 40.0)):
             run.add(name, value)

@@ -16,7 +16,9 @@ from runs import sim_record
 from simflow.analysis.explain import explain, format_explanation, totals, verdict
 from simflow.backends import ncu
 from simflow.errors import UserError
+from simflow.job import Job
 from simflow.kernels.problems import get_problem
+from simflow.kernels.values import Params
 from simflow.kernels.variants import render
 from simflow.results.store import Store, StoredRun
 
@@ -26,7 +28,7 @@ DATA = Path(__file__).parent / "data"
 def profile(variant: str, preset: str, params: dict | None = None, log: str = "") -> StoredRun:
     problem = get_problem(preset)
     kernel = render(variant, problem, params or {})
-    run = StoredRun(status="passed", backend="gpu-ncu", variant=variant, params=kernel.params, problem=problem,
+    run = StoredRun(status="passed", job=Job(variant, Params(kernel.params), problem, "gpu-ncu"),
                     fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names, run_id=f"hw-{variant}-{preset}")
     tag = "_".join([variant, *map(str, (params or {}).values()), preset])
     ncu.read_output(run, gzip.open(DATA / (log or f"ncu-h200_{tag}.log.gz"), "rt").read(), 0, Path("ncu.log"))
@@ -152,7 +154,8 @@ def _both_ways(tmp_path, swapped: bool):
             store.add(sim_record(tmp_path, variant))
             measured = profile(other if swapped else variant, "batch3x3")
             kernel = render(variant, get_problem("batch3x3"))
-            store.add(dataclasses.replace(measured, variant=variant, params=kernel.params, job=None,
+            store.add(dataclasses.replace(measured, job=dataclasses.replace(measured.job, variant=variant,
+                                                                                 params=Params(kernel.params)),
                                           fingerprint=kernel.fingerprint(), run_id=f"hw-{variant}"))
         return store.runs()
 

@@ -13,7 +13,9 @@ from simflow.analysis.compare import comparable, diff
 from simflow.analysis.fidelity import correlate
 from simflow.backends import ncu
 from simflow.errors import UserError
+from simflow.job import Job
 from simflow.kernels.problems import get_problem
+from simflow.kernels.values import Params
 from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store
@@ -28,8 +30,8 @@ def text(name):
 
 def hw_record(variant, log="ncu-h200_{}_batch3x3.log.gz", returncode=0, run_id=None):
     kernel = render(variant, PROBLEM)
-    result = RunResult(status="passed", backend="gpu-ncu", variant=variant, params=kernel.params, problem=PROBLEM,
-                       fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names, run_id=run_id or f"hw-{variant}")
+    result = RunResult.of(Job(variant, Params(kernel.params), PROBLEM, "gpu-ncu"), "passed", kernel.fingerprint(),
+                          kernels=kernel.kernel_names, run_id=run_id or f"hw-{variant}")
     ncu.read_output(result, text(log.format(variant)), returncode, Path("ncu.log"))
     return result
 
@@ -64,14 +66,13 @@ def test_failures():
     assert "PyCUDA is not importable" in failed.reason and "raw output kept in ncu.log" in failed.reason
     partial = hw_record("shared", returncode=1)
     assert partial.status == "crashed" and "ncu exit 1" in partial.reason
-    result = RunResult(status="passed", backend="gpu-ncu", variant="global", params={}, problem=PROBLEM,
-                       fingerprint="x", kernels=["conv2d_global"])
+    result = RunResult.of(Job("global", Params({}), PROBLEM, "gpu-ncu"), "passed", "x", kernels=["conv2d_global"])
     with pytest.raises(UserError, match="ERR_NVGPUCTRPERM.*NVreg_RestrictProfilingToAdminUsers=0"):
         ncu.read_output(result, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", 1, Path("l"))
     # the profiled run's own record (its result.json) failed its check: so does the profile
     kernel = render("shared", PROBLEM)
-    wrong = RunResult(status="passed", backend="gpu-ncu", variant="shared", params=kernel.params, problem=PROBLEM,
-                      fingerprint=kernel.fingerprint(), kernels=kernel.kernel_names)
+    wrong = RunResult.of(Job("shared", Params(kernel.params), PROBLEM, "gpu-ncu"), "passed", kernel.fingerprint(),
+                         kernels=kernel.kernel_names)
     ncu.read_output(wrong, text("ncu-h200_shared_batch3x3.log.gz"), 0, Path("ncu.log"),
                     child={"status": "wrong_result", "reason": "3 of 4096 output elements wrong"})
     assert wrong.status == "wrong_result" and "3 of 4096 output elements wrong" in wrong.reason

@@ -17,6 +17,7 @@ from simflow.analysis.explain import as_dict, explain
 from simflow.errors import UserError
 from simflow.job import Job
 from simflow.kernels.problems import Problem, get_problem
+from simflow.kernels.values import Params
 from simflow.kernels.variants import render
 from simflow.results.record import RunResult
 from simflow.results.store import Store, StoredRun
@@ -144,9 +145,10 @@ CYCLE_BOUND = RATE_FLOOR * 62.5 * (400 - 48) + TAIL_WAVES * 1000
 def _run(batch: int, run_id: str, kernels=("conv2d_global",), per_image_ctas: int = 4, fill: float = 0.0) -> RunResult:
     """A simulator record as the backend makes it (test data: a model layer of 4 CTAs an image, 8 SMs of 8
     CTAs, so 16 images a wave; 1000 cycles a wave after a 5000-cycle launch)."""
-    run = RunResult(status="passed", backend="gpgpusim", variant="global", params=dict(JOB.params),
-                    problem=PROBLEM.with_batch(batch), fingerprint="f", kernels=list(kernels), run_id=run_id,
-                    environment={"config": "SM7_QV100_small", "config_key": "k"})
+    job = Job("global", JOB.params, PROBLEM.with_batch(batch), "gpgpusim", config="SM7_QV100_small",
+              config_name="SM7_QV100_small", config_key="k")
+    run = RunResult.of(job, "passed", "f", kernels=list(kernels), run_id=run_id,
+                       environment={"config": "SM7_QV100_small", "config_key": "k"})
     run.add("simulated_sms", 8)
     for kernel in kernels:
         p = f"{kernel}." if len(kernels) > 1 else ""
@@ -397,8 +399,8 @@ def test_diff_compare_and_explain_say_which_values_are_estimates(tmp_path):
     est.estimate["bounds"]["L1D_total_cache_misses"] = 2000
     assert diff_runs(whole, est).set_index("metric").loc["L1D_total_cache_misses", "mark"] == "within bound"
     assert "A_bound_%" not in diff_runs(whole, whole).columns  # whole runs: the table is as before
-    table = comparison([whole, dataclasses.replace(est, params={**est.params, "tile": 8})],
-                       ["variant", "tile"]).tables[0]
+    tiled = dataclasses.replace(est, job=dataclasses.replace(est.job, params=Params({**est.params, "tile": 8})))
+    table = comparison([whole, tiled], ["variant", "tile"]).tables[0]
     bound = f"{100 * CYCLE_BOUND / 30000:.1f}"
     assert list(table.frame["estimated"]) == ["waves=1,2,3: batches 16,32,48 of 400, 24.2 % of the images "
                                               f"simulated; cycles +/-{bound} %", "simulated whole"]
@@ -817,8 +819,9 @@ def test_a_streaming_launch_made_alone_samples_until_it_outgrows_the_cut_l2_as_t
 
 
 def _launch_run(run_id: str, cycles: float, insn: float, misses: float) -> RunResult:
-    run = RunResult(status="stopped_at_limit", backend="gpgpusim", variant="fft", params={}, problem=FMNIST,
-                    fingerprint="f", kernels=["k"], run_id=run_id, environment={"config": "SM7_QV100"})
+    job = Job("fft", Params({}), FMNIST, "gpgpusim", config="SM7_QV100", config_name="SM7_QV100")
+    run = RunResult.of(job, "stopped_at_limit", "f", kernels=["k"], run_id=run_id,
+                       environment={"config": "SM7_QV100"})
     for name, value in (("gpu_sim_cycle", cycles), ("gpu_sim_insn", insn), ("L1D_total_cache_misses", misses),
                         ("L1D_total_cache_accesses", 4 * misses), ("gpu_occupancy", 50.0), ("simulated_sms", 80),
                         ("regs", 32), ("sim_wall_s", 2.0)):

@@ -276,7 +276,16 @@ def test_a_record_of_a_job_takes_its_identity_from_the_job():
         job.variant, dict(job.params), job.problem, job.backend, 7, job)
     assert (result.status, result.fingerprint, result.reason) == ("refused", "f" * 16, "why")
     result.params["tile"] = 16
-    assert dict(job.params)["tile"] == 8  # the record's copy, not the job's
+    assert dict(job.params)["tile"] == 8  # a copy of the job's, which stay as they are
+    # issue 59: the identity is read from the job, never copied beside it, so the two cannot disagree
+    import dataclasses
+
+    other = Job.make("global", {}, get_problem("fmnist-conv1"), "gpu", seed=3)
+    moved = dataclasses.replace(result, job=other)
+    assert (moved.variant, moved.params, moved.problem, moved.backend, moved.seed) == (
+        "global", dict(other.params), other.problem, "gpu", 3)
+    with pytest.raises(TypeError):
+        dataclasses.replace(result, variant="global")
 
 
 def test_a_jobs_params_are_an_immutable_mapping_that_survives_json_and_pickle():

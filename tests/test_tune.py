@@ -20,9 +20,8 @@ def stand_in_run(job, metric: str, unit: str):
     from simflow.results.record import RunResult
 
     kernel = job.kernel()
-    run = RunResult(status="passed", backend=job.backend, variant=job.variant, params=dict(job.params),
-                    problem=job.problem, fingerprint=kernel.fingerprint(), kernels=list(kernel.kernel_names),
-                    run_id=f"r-{job.variant}-{kernel.fingerprint()}", job=job)
+    run = RunResult.of(job, "passed", kernel.fingerprint(), kernels=list(kernel.kernel_names),
+                       run_id=f"r-{job.variant}-{kernel.fingerprint()}")
     run.add(metric, 1000.0 + len(kernel.source), unit)
     return run
 

@@ -6,15 +6,15 @@ kernel launched more than once), turns a refusal into a result and records the c
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 
 from ..job import Job
 from ..kernels.problems import Problem
-from ..kernels.values import Params
 from ..processes import owner, owner_alive
 
 # result.json's format. 2: the record carries its job ("job"); a file without "format" is 1 and is read through
@@ -53,10 +53,7 @@ class RunResult:
     lists the kernel names in launch order."""
 
     status: str
-    backend: str
-    variant: str
-    params: dict
-    problem: Problem
+    job: Job  # the job this run made (simflow.job): its variant, parameters, problem, backend and seed are the run's
     fingerprint: str
     reason: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -65,34 +62,43 @@ class RunResult:
     kernels: list[str] = field(default_factory=list)
     run_id: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)  # kept files: run folder, log, sources
-    seed: int = 0
     created: str = ""  # UTC, ISO 8601
     # A sampled simulation's estimate of the whole layer (simflow.sim.sampling): the sample spec, the batches
     # simulated and their runs, the fraction of the images simulated, and each metric's error bound.
     # Empty for a run that simulated or measured the whole problem.
     estimate: dict = field(default_factory=dict)
-    # The job this run made (simflow.job): what the store files it under. A record made without one (a log of
-    # another application, an old result.json) gets the job its fields describe.
-    job: Job | None = None
 
     @classmethod
     def of(cls, job: Job, status: str, fingerprint: str, **fields) -> RunResult:
-        """The record of a run of `job`: its identity (variant, parameters, problem, backend, seed) is the job's,
-        taken in this one place."""
-        return cls(status=status, backend=job.backend, variant=job.variant, params=dict(job.params),
-                   problem=job.problem, fingerprint=fingerprint, seed=job.seed, job=job, **fields)
+        return cls(status=status, job=job, fingerprint=fingerprint, **fields)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
         if not self.created:
             self.created = utc_timestamp()
-        if self.job is None:
-            env = self.environment
-            self.job = Job(self.variant, Params(self.params), self.problem, self.backend,
-                           config=env.get("config", ""), config_name=env.get("config", ""),
-                           config_key=env.get("config_key", ""), docker_image=env.get("docker_image", ""),
-                           seed=self.seed)
+
+    # The run's identity is its job's, read from it: a record cannot say one thing and its job another.
+    @property
+    def variant(self) -> str:
+        return self.job.variant
+
+    @property
+    def params(self) -> dict:
+        """The job's parameters as a dict (a copy: the job's own are immutable)."""
+        return dict(self.job.params)
+
+    @property
+    def problem(self) -> Problem:
+        return self.job.problem
+
+    @property
+    def backend(self) -> str:
+        return self.job.backend
+
+    @property
+    def seed(self) -> int:
+        return self.job.seed
 
     @property
     def passed(self) -> bool:
@@ -192,10 +198,19 @@ class RunResult:
         return rows
 
     def to_dict(self) -> dict:
-        out = {"format": FORMAT, **asdict(self)}
-        out["problem"] = self.problem.as_dict()
-        out["metrics"] = {k: to_stored(v) for k, v in self.metrics.items()}
-        out["job"] = self.job.as_dict()
+        """result.json: the run's identity written out beside its job (for readers of the file), every field in
+        the order the file has always had."""
+        out = {"format": FORMAT, "status": self.status, "backend": self.backend, "variant": self.variant,
+               "params": self.params, "problem": self.problem.as_dict()}
+        for f in fields(self):
+            if f.name == "job":
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = {k: to_stored(v) for k, v in value.items()} if f.name == "metrics" else copy.deepcopy(value)
+            if f.name == "artifacts":
+                out["seed"] = self.seed
+            elif f.name == "estimate":
+                out["job"] = self.job.as_dict()
         return out
 
     def to_json(self) -> str:
@@ -207,7 +222,6 @@ class RunResult:
         data = migrate(data)
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
-        kw["problem"] = Problem(**data["problem"])
         kw["metrics"] = {k: from_stored(v) for k, v in data.get("metrics", {}).items()}
         kw["job"] = Job.from_dict(data["job"])
         return cls(**kw)

@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..job import Job
 from ..kernels.problems import Problem
 from ..resources import results_dir
-from .record import RunResult, from_stored, to_stored
+from .record import RunResult, from_stored, migrate, to_stored
 
 DB_NAME = "simflow.db"
 BUSY_TIMEOUT_S = 60
@@ -109,6 +109,12 @@ class StoredRun(RunResult):
     @property
     def id(self) -> str:
         return self.run_id
+
+    @property
+    def params(self) -> dict:
+        """The job's parameters as the store lists them, by name (its params column); an unfinished run's as
+        its result.json has them, in the variant's order."""
+        return dict(sorted(self.job.params.items())) if self.stored else dict(self.job.params)
 
     def value(self, key: str) -> str:
         """A selector field as text: variant, backend, problem, config, status, or a parameter."""
@@ -399,13 +405,17 @@ class Store:
 
     @staticmethod
     def _row(r) -> StoredRun:
-        shape = json.loads(r[6])
-        return StoredRun(run_id=r[0], created=r[1], variant=r[2], params=json.loads(r[3]), fingerprint=r[4],
-                         problem=Problem(name=r[5], **shape), backend=r[7], runner=r[8], config=r[9],
-                         config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], seed=r[14],
-                         environment=json.loads(r[15]), kernels=json.loads(r[16]), simflow_version=r[17],
-                         estimate=json.loads(r[18]) if len(r) > 18 and r[18] else {},  # older layouts: shorter
-                         job=Job.from_dict(json.loads(r[19])) if len(r) > 19 and r[19] else None)  # None: the columns'
+        environment = json.loads(r[15])
+        if len(r) > 19 and r[19]:
+            job = Job.from_dict(json.loads(r[19]))
+        else:  # an older layout, without the job: the one its columns describe, as a format-1 result.json's
+            job = Job.from_dict(migrate({"variant": r[2], "params": json.loads(r[3]), "backend": r[7], "seed": r[14],
+                                         "problem": {"name": r[5], **json.loads(r[6])},
+                                         "environment": environment})["job"])
+        return StoredRun(run_id=r[0], created=r[1], job=job, fingerprint=r[4], runner=r[8], config=r[9],
+                         config_key=r[10], config_hash=r[11], status=r[12], reason=r[13], environment=environment,
+                         kernels=json.loads(r[16]), simflow_version=r[17],
+                         estimate=json.loads(r[18]) if len(r) > 18 and r[18] else {})  # older layouts: shorter
 
 
     def ids(self) -> list[str]:

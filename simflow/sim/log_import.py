@@ -96,10 +96,9 @@ def import_log(path: Path, labels: dict[str, str], config: str | None = None,
     # the job another application's run stands for: its labels are the parameters, the config as named or logged
     job = Job(variant, Params(labels), problem, "gpgpusim", config=config_name, config_name=config_name,
               config_key=config_identity(log.options) if log.options else "")
-    result = RunResult(status=STATUS_OF_LOG.get(log.status, "crashed"), backend="gpgpusim", variant=variant,
-                       params=labels, problem=problem, fingerprint=log_digest(path),
-                       kernels=list(dict.fromkeys(k.kernel for k in log.kernels)), run_id=run_id,
-                       created=utc_timestamp(), job=job)
+    result = RunResult.of(job, STATUS_OF_LOG.get(log.status, "crashed"), log_digest(path),
+                          kernels=list(dict.fromkeys(k.kernel for k in log.kernels)), run_id=run_id,
+                          created=utc_timestamp())
     result.reason = ("imported log: the simulation completed; no output was checked (simflow did not make it)"
                      if log.status == "complete" else log.reason)
     result.environment.update(config=config_name, imported_from=name or str(path.resolve()))
