@@ -2,12 +2,13 @@
 
     python benchmarks/parser.py [--size-gb 1.0] [--rounds 3] [--log tests/data/...log.gz] [--keep FILE]
 
-The large log is the real two-kernel log repeated (each copy is a whole process's output,
-so the parser sees thousands of kernel blocks). The parse runs in a child process so its
-peak RSS is its own, and so does `simflow parse` as a user runs it (CLI, CSV to /dev/null); the baseline is a
-plain line loop over the same file in the same run, written in a function (at module level, its counter is a
-global and the loop takes about 1.6x as long: a slower floor would flatter the parser).
-Times are CPU seconds of the child (its own process time), so a busy machine moves them less; the three are
+parse_file and the CLI read with the parser's compiled scanner (simflow.sim.log_scan); "regex only" is the same
+parse where no C compiler is found. The large log is the real two-kernel log repeated (each copy is a whole
+process's output, so the parser sees thousands of kernel blocks). Each parse runs in a child process so its peak RSS
+is its own, and so does `simflow parse` as a user runs it (CLI, CSV to /dev/null); the baseline is a plain line
+loop over the same file in the same run, written in a function (at module level, its counter is a global and the
+loop takes about 1.6x as long: a slower floor would flatter the parser).
+Times are CPU seconds of the child (its own process time), so a busy machine moves them less; the four are
 measured in turn --rounds times, and each one's fastest round is the figure (this machine's speed drifts by
 a third from one minute to the next).
 """
@@ -29,8 +30,13 @@ CHILD = """
 import resource, sys, time
 sys.path.insert(0, {root!r})
 t = time.process_time()
-if sys.argv[2] == "parse":
+if sys.argv[2] in ("parse", "regex"):
+    from simflow.sim import log_scan
     from simflow.sim.log import parse_file
+    if sys.argv[2] == "regex":  # the same parse without the compiled scanner: the regex reads every block
+        log_scan._LOADED["lib"] = None
+    elif not log_scan.compiled():
+        sys.exit("no C compiler: parse_file would use the regex")
     log = parse_file(sys.argv[1])
     n = len(log.kernels)
 elif sys.argv[2] == "cli":  # as a user runs it: `simflow parse LOG --format csv -o /dev/null`, its own process
@@ -79,7 +85,7 @@ def main(argv=None) -> int:
     target = args.keep or Path(tempfile.mkdtemp()) / "big.log"
     make_log(args.log, target, args.size_gb * 1e9)
     size_mb = target.stat().st_size / 1e6
-    rounds = {"lines": [], "parse": [], "cli": []}
+    rounds = {"lines": [], "parse": [], "cli": [], "regex": []}
     try:
         for _ in range(args.rounds):
             for mode, seen in rounds.items():
@@ -87,7 +93,7 @@ def main(argv=None) -> int:
     finally:
         if not args.keep:
             os.unlink(target)
-    (base_s, lines, base_rss), (parse_s, kernels, parse_rss), (cli_s, _, cli_rss) = (
+    (base_s, lines, base_rss), (parse_s, kernels, parse_rss), (cli_s, _, cli_rss), (regex_s, _, regex_rss) = (
         min(seen) for seen in rounds.values())
     print(f"log: {size_mb:.0f} MB, {lines:,} lines, {kernels:,} kernel blocks (from {args.log.name})")
     for mode, seen in rounds.items():
@@ -96,6 +102,8 @@ def main(argv=None) -> int:
     print(f"{'plain line loop':24s}{base_s:10.1f}{size_mb / base_s:10.1f}{base_rss / 1024:14.1f}")
     print(f"{'simflow parse_file':24s}{parse_s:10.1f}{size_mb / parse_s:10.1f}{parse_rss / 1024:14.1f}")
     print(f"{'simflow parse (the CLI)':24s}{cli_s:10.1f}{size_mb / cli_s:10.1f}{cli_rss / 1024:14.1f}")
+    print(f"{'parse_file, regex only':24s}{regex_s:10.1f}{size_mb / regex_s:10.1f}{regex_rss / 1024:14.1f}"
+          "   (no C compiler: every block read by the regex)")
     print(f"parser / line loop time: {parse_s / base_s:.2f}x; the CLI: {cli_s / base_s:.2f}x "
           f"(the CLI at {base_s / cli_s:.0%} of the line loop's speed)")
     return 0

@@ -68,7 +68,7 @@ def test_doctor_reports_each_component():
     assert proc.returncode == 0
     found = {f["component"]: f for f in json.loads(proc.stdout)}
     assert "GPU (PyCUDA)" in found and "GPGPU-Sim" in found and "docker" in found
-    assert "CUDA 11.x (for GPGPU-Sim)" in found
+    assert "CUDA 11.x (for GPGPU-Sim)" in found and "log parser" in found
     for f in found.values():
         assert f["found"] or f["how_to_get"], f
 

@@ -417,42 +417,79 @@ def test_aerialvision_damaged_keeps_what_came_before(tmp_path):
     assert 0 < len(parse_aerialvision(cut)) < len(parse_aerialvision(whole))
 
 
-def _damaged(raw: bytes, seed: int) -> bytes:
+# Lines the compiled scanner reads itself (plain ASCII): numbers it must read as float() does or leave to Python,
+# keys with and without spaces before '=', words that only begin a key, option lines of dashes and spaces.
+_ASCII_LINES = [b"gpu_sim_cycle = 1e999", b"gpu_sim_cycle = 12.", b"gpu_sim_insn = .5", b"gpu_ipc = 1.5e",
+                b"gpu_ipc = +3", b"gpu_sim_insn = 1_0", b"gpu_sim_insn = -0", b"gpu_ipc = nan", b"gpu_ipc =  7 \t",
+                b"gpu_sim_cycle=123456789012345678901234567890", b"gpu_sim_cycle \t = 0.1e-320", b"gpu_ipc = 2E+3",
+                b"gpu_sim_cycle_x = 5", b"gpu_sim_cycle", b"kernel_name", b"kernel_name = ", b"- - -", b"-x", b"--",
+                b"\t", b"Total_core_cache_fail_stats_breakdown[GLOBAL_ACC_R][MISS_QUEUE_FULL] = 3",
+                b"gpgpu_simulation_rate = 12 (cycle/sec)", b"kernel_launch_uid = 99999999999999999999",
+                b"GPGPU-Sim uArch: CTA/core = 3, limited by: regs", b"GPGPU-Sim uArch: nothing to see",
+                b"total_dl1_accesses = 4", b"Stall:1 W0_Idle:2", b"simflow: launch k grid=1 block=1 smem=0"]
+
+
+def _damaged(raw: bytes, seed: int, ascii_only: bool = False) -> bytes:
     """A log as files come: Windows or old-Mac line ends, indented lines, values out of range, repeated and
-    garbage lines, banners in the middle, invalid UTF-8, no final newline."""
+    garbage lines, banners in the middle, invalid UTF-8, no final newline. `ascii_only`: damage in plain ASCII
+    with '\n' line ends (what the compiled scanner reads itself; any other byte sends a block to the regex)."""
     import random
 
     rng = random.Random(seed)
     lines = raw.split(b"\n")
-    for _ in range(12):
+    for _ in range(40 if ascii_only else 12):
         lines.insert(rng.randrange(len(lines)), rng.choice([
             b"gpu_sim_cycle = 1e999", b"\tL2_total_cache_accesses = inf", b"kernel_launch_uid = abc",
             b"**** GPGPU-Sim Simulator Version 4.2.0  [build gpgpu-sim_git-commit-x] ****", b"  gpu_ipc =    12.5",
             b"GPGPU-Sim uArch: x pushing kernel 'k' to stream 0, gridDim= (1,1,1) blockDim = (1,1,1)",
-            b"-------------------------", b"-gpgpu_n_clusters 3", b"\xff\xfe garbage \x00", b"Segmentation fault",
-            # spaces of more than one byte (no-break, ideographic, em), a digit that is not ASCII, a signed zero
-            b"\xc2\xa0gpu_sim_cycle = 7", b"gpu_tot_sim_insn\xe3\x80\x80= 9", b"\tgpu_ipc = \xd9\xa3",
-            b"\xe2\x80\x83kernel_name = k2", b"gpu_sim_insn = -0", b"-\xc2\xa0",
-            lines[rng.randrange(len(lines))]]))
+            b"-------------------------", b"-gpgpu_n_clusters 3", b"Segmentation fault",
+            lines[rng.randrange(len(lines))], *(_ASCII_LINES if ascii_only else [
+                b"\xff\xfe garbage \x00",
+                # spaces of more than one byte (no-break, ideographic, em), a digit that is not ASCII, a signed zero
+                b"\xc2\xa0gpu_sim_cycle = 7", b"gpu_tot_sim_insn\xe3\x80\x80= 9", b"\tgpu_ipc = \xd9\xa3",
+                b"\xe2\x80\x83kernel_name = k2", b"gpu_sim_insn = -0", b"-\xc2\xa0"])]))
     lines = [b" \t" + line if rng.random() < 0.1 else line for line in lines]
-    return rng.choice([b"\n", b"\r\n", b"\r"]).join(lines).rstrip(b"\n")
+    return (b"\n" if ascii_only else rng.choice([b"\n", b"\r\n", b"\r"])).join(lines).rstrip(b"\n")
 
 
+@pytest.mark.parametrize("scanner", ["compiled", "regex"])
+@pytest.mark.parametrize("damage", ["any", "ascii"])
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.log.gz")), ids=lambda p: p.name)
-def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, path, seed):
-    """parse_file hands the parser only the lines that can matter, found by a regex over blocks of the file (for
-    speed): every log, damaged or not, reads exactly as when each line is handed to it."""
+def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, monkeypatch, path, seed, damage, scanner):
+    """parse_file hands the parser only the lines that can matter, found in C or by a regex over blocks of the
+    file (for speed): every log, damaged or not, reads exactly as when each line is handed to it."""
+    from simflow.sim import log_scan
     from simflow.sim.log import parse_lines
 
+    if scanner == "regex":
+        monkeypatch.setitem(log_scan._LOADED, "lib", None)
+    elif not log_scan.compiled():
+        pytest.skip("no C compiler (cc) to build the parser's scanner; the regex reads every block")
     raw = gzip.open(path).read()
-    for name, data in ((f"{seed}.log", _damaged(raw, seed)), (f"{seed}.log.gz", gzip.compress(_damaged(raw, seed)))):
+    broken = _damaged(raw, seed, ascii_only=damage == "ascii")
+    if damage == "ascii":
+        assert broken.isascii() and b"\r" not in broken
+    for name, data in ((f"{seed}.log", broken), (f"{seed}.log.gz", gzip.compress(broken))):
         (tmp_path / name).write_bytes(data)
         with open(tmp_path / name, "rb") as handle:
             zipped = handle.read(2) == b"\x1f\x8b"
         with (gzip.open if zipped else open)(tmp_path / name, "rt", errors="replace") as text:
             every_line = parse_lines(text)
         assert repr(parse_file(tmp_path / name)) == repr(every_line)
+
+
+@pytest.mark.parametrize("scanner", ["compiled", "regex"])
+@pytest.mark.parametrize("damage", ["any", "ascii"])
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.log.gz")), ids=lambda p: p.name)
+def test_reading_in_small_blocks_reads_as_every_line_does(tmp_path, monkeypatch, path, damage, scanner):
+    """The same with blocks of 97 bytes (a real log is read in blocks of 1 MB): lines cut at a block's end, '\r\n'
+    split across two, a block of lines ended by '\r' alone, the carried line."""
+    from simflow.sim import log, log_scan, log_text
+
+    for module in (log, log_scan, log_text):
+        monkeypatch.setattr(module, "BLOCK", 97)
+    test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, monkeypatch, path, 1, damage, scanner)
 
 
 def test_a_negative_counter_is_marked_and_read_as_missing(tmp_path):
@@ -465,3 +502,64 @@ def test_a_negative_counter_is_marked_and_read_as_missing(tmp_path):
     (kernel,) = log.kernels
     assert math.isnan(kernel.printed["gpu_sim_cycle"])
     assert any("gpu_sim_cycle = -5" in note and "negative" in note for note in log.notes)
+
+
+def test_without_a_c_compiler_the_parser_reads_the_same_records_with_its_regex_and_doctor_says_so(
+        tmp_path, monkeypatch):
+    """Issue 57: the parser's scanner is C, built with the machine's cc into simflow's cache; where there is no cc,
+    or it fails, the regex reads every block and doctor says how to get the faster path."""
+    import shutil
+
+    from simflow import doctor, resources
+    from simflow.sim import log_scan
+
+    expected = repr(parse_file(GLOBAL_ONLY))
+    monkeypatch.setattr(resources, "cache_dir", lambda: tmp_path / "cache")
+    for compiler in (None, "/bin/false"):
+        monkeypatch.setattr(log_scan, "_LOADED", {})
+        monkeypatch.setattr(shutil, "which", lambda name, compiler=compiler: compiler)
+        assert not log_scan.compiled()
+        assert repr(parse_file(GLOBAL_ONLY)) == expected
+        finding = doctor.parser_finding()
+        assert not finding.found and "regex" in finding.detail and "gcc" in finding.how_to_get
+    assert not list((tmp_path / "cache").rglob("*.so"))  # nothing half-built is left to load later
+    monkeypatch.undo()
+    monkeypatch.setattr(resources, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(log_scan, "_LOADED", {})
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert log_scan.compiled() and doctor.parser_finding().found
+        assert len(list((tmp_path / "cache").rglob("log_scan-*.so"))) == 1
+        assert repr(parse_file(GLOBAL_ONLY)) == expected
+
+
+@pytest.mark.parametrize("lanes", ["W1:3 W2:4", "W1:3 W2:1_0", "W1:3 W2:inf", "W1:3 W2:x", "W1:3 W2:", "W1:-2 W32:5",
+                                   "W1:1e3 W31:0x10", "W1:٣ W2:4", ""])
+def test_the_stall_line_reads_each_lane_as_any_value_is_read(lanes):
+    """The 'Warp Occupancy Distribution' line's 32 lanes are summed from each value as _value reads it (float() in
+    one go where that reads them alike: plain numbers)."""
+    from simflow.sim.log import _value, parse_text
+
+    raw = text(GLOBAL_ONLY)
+    start = raw.index("Stall:")
+    line = raw[start:raw.index("\n", start)]
+    log = parse_text(raw.replace(line, f"Stall:5 W0_Idle:6 W0_Scoreboard:7 {lanes}"))
+    slots = dict(part.split(":", 1) for part in lanes.split())
+    values = [_value(slots.get(f"W{n}", "nan")) for n in range(1, 33)]
+    printed = log.kernels[0].metrics
+    for name, expected in (("issue_slots[issued]", sum(values)), ("issue_slots[issued_partial]", sum(values[:31]))):
+        assert printed[name] == pytest.approx(expected, nan_ok=True), (name, lanes)
+
+
+def test_threads_parsing_at_once_each_read_their_own_log(tmp_path):
+    """The compiled scanner fills its buffers with the GIL released: each thread has its own (a Dask worker parses
+    several runs' logs at once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    logs = []
+    for n, path in enumerate(sorted(DATA.glob("gpgpusim-dev_qv100_*.log.gz"))[:3]):
+        logs.append(tmp_path / f"{n}.log")
+        logs[-1].write_bytes(gzip.open(path).read() * 12)  # several blocks of 1 MB each
+    alone = {log: repr(parse_file(log)) for log in logs}
+    with ThreadPoolExecutor(len(logs)) as pool:
+        for _ in range(3):
+            assert dict(zip(logs, pool.map(lambda log: repr(parse_file(log)), logs), strict=True)) == alone

@@ -18,18 +18,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import log_scan
 from .catalogue import FORK, FORK_MARKER, MISS_RATES, PRINTED, STATS, UPSTREAM, USER_STATS, aggregate, stat_of
 from .log_text import (
-    _BANNER_WORDS,
     _FAIL_FAMILY,
-    _KEYS,
     BLOCK,
     EXIT_LINE,
     LIMIT_LINE,
     PIECE,
     _Damage,
     _text_blocks,
-    _wanted,
 )
 
 _BANNER = re.compile(r"GPGPU-Sim Simulator Version (\S+)\s+\[build ([^\]]+)\]")
@@ -76,6 +74,9 @@ def _value(text: str) -> float:
         return math.nan
     value = float(match[0])
     return value if math.isfinite(value) else math.nan
+
+
+_LANES = tuple(f"W{n}" for n in range(1, 33))  # the Stall line's warps issued by how many lanes were active
 
 
 def _out_of_range(text: str) -> bool:
@@ -226,14 +227,15 @@ class Live:
 
 def parse_file(path: str | Path) -> SimLog:
     """Parse a log, plain or gzip; never raises on what the file holds (only on a missing file). The text is
-    read in blocks, and only the lines that can matter are handed to the parser (see _Reader.read_blocks)."""
+    read in blocks, and only the lines that can matter are handed to the parser (see log_scan)."""
     damage = _Damage()
     path = Path(path)
     with open(path, "rb") as probe:
         zipped = probe.read(2) == b"\x1f\x8b"
     reader = _Reader(every_line=False)
     with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
-        reader.read_blocks(_text_blocks(handle, damage, PIECE if zipped else BLOCK))
+        log_scan.read_blocks(reader, log_scan.byte_blocks(handle, damage, PIECE if zipped else BLOCK),
+                             log_scan.scanner(log_scan.keys()))
     if not (reader.log.exit_detected or reader.log.stopped_at_limit):  # its failure lines may say why it ended
         with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
             for block in _text_blocks(handle, _Damage()):
@@ -280,54 +282,10 @@ class _Reader:
         self.sampled = 0  # samples before this index belong to a kernel whose stats block was read
         self.user = [(stat.name, stat.pattern) for stat in USER_STATS.values()]
         self.matched: set[str] = set()
-        self._block: str | None = None  # the block being read, and where in it the line being read begins
+        self._block: str | bytes | None = None  # the block being read, and where in it the line being read begins
         self._start = 0
         self._counted = (0, 0)  # a place in that block, and the log's lines before it
-
-    def read_blocks(self, blocks: Iterable[str]) -> None:
-        """Read blocks of text that each end with a line. Only the lines `line` acts on are handed to it, found
-        by one regex over the block (what a line begins with) and a plain search (the banner); every line is
-        counted. With user stats (a regex of their own) every line is read."""
-        keys = frozenset(PRINTED) | frozenset(_KEYS)
-        for block in blocks:
-            if not self.saw_any and not block.isspace():
-                self.saw_any = True
-            if self.user:
-                for raw in block.split("\n")[:-1]:
-                    self.log.lines += 1
-                    self.line(raw)
-                continue
-            wanted = _wanted(keys, options=not self.log.kernels)
-            banners = []  # where lines holding the banner begin (rare: one a simulator process)
-            at = block.find(_BANNER_WORDS)
-            while at >= 0:
-                banners.append(block.rfind("\n", 0, at) + 1)
-                at = block.find(_BANNER_WORDS, block.find("\n", at) + 1)
-            banners.append(len(block))  # a sentinel past every line
-            self._block, self._counted, next_banner, b = block, (0, self.log.lines), banners[0], 0
-            stat = self._stat
-            # '\n' + block: a match begins where a line does, at that line's start in block's own positions
-            for match in wanted.finditer("\n" + block):
-                start, stop = match.span()
-                while next_banner <= start:  # banner lines before this one, each read once
-                    if next_banner < start:
-                        self._start = next_banner
-                        self.line(block[next_banner:block.find("\n", next_banner)])
-                    b += 1
-                    next_banner = banners[b]
-                self._start = start
-                end = block.find("\n", start)
-                # a stat line in a stats block: straight to _stat, as _state would send it
-                if block[stop - 2] != "=" or self.current is None \
-                        or not stat(block[start:stop - 2].strip(), block[stop - 1:end]):
-                    self.line(block[start:end])
-            while b < len(banners) - 1:  # banner lines after the last match
-                self._start = banners[b]
-                self.line(block[banners[b]:block.find("\n", banners[b])])
-                b += 1
-            self._block = None
-            counted, lines = self._counted  # the lines number() counted already are not counted again
-            self.log.lines = lines + block.count("\n", counted)
+        self._count_lines = None  # how lines of a block of bytes are counted (log_scan's, in C)
 
     def number(self) -> int:
         """The line being read's number: counted only when a note needs it."""
@@ -335,7 +293,8 @@ class _Reader:
             return self.log.lines
         block, start = self._block, self._start
         counted, lines = self._counted  # lines before `counted` in the block: each line is counted once
-        self._counted = (start, lines + block.count("\n", counted, start))
+        count = self._count_lines or (lambda text, begin, end: text.count("\n", begin, end))
+        self._counted = (start, lines + count(block, counted, start))
         return self._counted[1] + 1
 
     def line(self, raw: str) -> None:
@@ -376,7 +335,13 @@ class _Reader:
             return
         if current is not None and line.startswith("Stall:"):  # the 'Warp Occupancy Distribution' line
             slots = dict(part.split(":", 1) for part in line.split() if ":" in part)
-            lanes = [_value(slots.get(f"W{n}", "nan")) for n in range(1, 33)]
+            texts = [slots.get(lane, "nan") for lane in _LANES]
+            try:  # float() reads each as _value does, unless one has '_', is no number or is not finite
+                lanes = list(map(float, texts)) if "_" not in "".join(texts) else []
+            except ValueError:
+                lanes = []
+            if not lanes or not math.isfinite(sum(lanes)):
+                lanes = [_value(text) for text in texts]
             for key in ("Stall", "W0_Idle", "W0_Scoreboard"):
                 current.printed[f"issue_slots[{key}]"] = _value(slots.get(key, "nan"))
             current.printed["issue_slots[issued]"] = sum(lanes)
