@@ -485,9 +485,9 @@ def test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, monkeypatch
 def test_reading_in_small_blocks_reads_as_every_line_does(tmp_path, monkeypatch, path, damage, scanner):
     """The same with blocks of 97 bytes (a real log is read in blocks of 1 MB): lines cut at a block's end, '\r\n'
     split across two, a block of lines ended by '\r' alone, the carried line."""
-    from simflow.sim import log, log_scan, log_text
+    from simflow.sim import log, log_scan
 
-    for module in (log, log_scan, log_text):
+    for module in (log, log_scan):
         monkeypatch.setattr(module, "BLOCK", 97)
     test_reading_a_file_by_blocks_reads_as_every_line_does(tmp_path, monkeypatch, path, 1, damage, scanner)
 

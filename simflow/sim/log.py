@@ -27,7 +27,6 @@ from .log_text import (
     LIMIT_LINE,
     PIECE,
     _Damage,
-    _text_blocks,
 )
 
 _BANNER = re.compile(r"GPGPU-Sim Simulator Version (\S+)\s+\[build ([^\]]+)\]")
@@ -238,8 +237,8 @@ def parse_file(path: str | Path) -> SimLog:
                              log_scan.scanner(log_scan.keys()))
     if not (reader.log.exit_detected or reader.log.stopped_at_limit):  # its failure lines may say why it ended
         with gzip.open(path, "rb") if zipped else open(path, "rb") as handle:
-            for block in _text_blocks(handle, _Damage()):
-                for raw in block.split("\n")[:-1]:
+            for block in log_scan.byte_blocks(handle, _Damage(), PIECE):
+                for raw in log_scan.as_text(block).split("\n")[:-1]:
                     reader.hints(raw.strip())
     log = reader.finish()
     if damage.error:

@@ -37,8 +37,10 @@ def keys() -> frozenset[str]:
 
 
 def byte_blocks(handle, damage: _Damage, piece: int) -> Iterator[bytes]:
-    """The file's bytes in blocks of whole lines (log_text._text_blocks' blocks, before decoding): until it ends or
-    cannot be read on, the line cut by damage dropped, a last line without its newline given one."""
+    """The file's bytes in blocks that each end with a line (as_text reads one as a text file would), until it ends
+    or cannot be read on (a cut or corrupted gzip stream, garbage after it, an I/O error): what came before is kept,
+    the line cut by the error is dropped, the error is noted (in `damage`); a last line without its newline gets
+    one."""
     pieces: list[bytes] = []
     size, carry = 0, b""
     while True:

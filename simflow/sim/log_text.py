@@ -4,7 +4,6 @@ standard input). simflow.sim.log reads what these lines say."""
 
 from __future__ import annotations
 
-import codecs
 import functools
 import gzip
 import io
@@ -97,42 +96,6 @@ PIECE = 1 << 13  # bytes read at a time from a gzip stream: a damaged one keeps 
 
 
 BLOCK = 1 << 20  # bytes parsed at a time
-
-
-def _text_blocks(handle, damage: _Damage, piece: int = PIECE) -> Iterator[str]:
-    """The file's text in blocks that each end with a line (newlines made '\\n', as a text file reads them),
-    until it ends or cannot be read on (a cut or corrupted gzip stream, garbage after it, an I/O error):
-    what came before is kept, the line cut by the error is dropped, the error is noted."""
-    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
-    pieces: list[bytes] = []
-    size, carry = 0, ""
-    while True:
-        try:
-            data = handle.read1(piece)
-        except (EOFError, OSError, zlib.error, ValueError) as exc:
-            damage.error = f"{type(exc).__name__}: {exc}"
-            data = None
-        if data:
-            pieces.append(data)
-            size += len(data)
-            if size < BLOCK:
-                continue
-        text = carry + decode(b"".join(pieces), final=data is not None and not data)
-        pieces, size = [], 0
-        if text.endswith("\r") and data:  # it may be the first half of '\r\n'
-            text, carry = text[:-1], "\r"
-        else:
-            carry = ""
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        cut = text.rfind("\n") + 1
-        if cut:
-            yield text[:cut]
-        if not data:  # the end, or the damage: a last line without its newline is read only at the end
-            if data is not None and text[cut:]:
-                yield text[cut:] + "\n"
-            return
-        carry = text[cut:] + carry
 
 
 # What a line the parser's state acts on begins with (after spaces): every other line of a log (the bulk of a
