@@ -12,8 +12,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
@@ -144,7 +146,9 @@ def _library() -> ctypes.CDLL | None:
     from ..resources import cache_dir
 
     source = SOURCE.read_bytes()
-    target = cache_dir() / "log_scan" / f"log_scan-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    # named by its text and the machine's kind: a cache shared by unlike machines (a cluster's home) keeps one each
+    built_for = f"{sys.platform}-{platform.machine()}"
+    target = cache_dir() / "log_scan" / f"log_scan-{built_for}-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if not target.exists():
         compiler = shutil.which("cc") or shutil.which("gcc")
         if compiler is None:
