@@ -72,6 +72,7 @@ def test_the_image_answers_doctor(image):
     assert ("[ok] GPGPU-Sim: GPGPU-Sim at /opt/gpgpu-sim (from usual place), CUDA 11.8 (/opt/cuda-11.8/bin/nvcc)"
             in proc.stdout)
     assert "[ok] CUDA 11.x (for GPGPU-Sim)" in proc.stdout
+    assert "[ok] log parser: reads logs with its scanner in C" in proc.stdout  # the image's cc built it
     assert " of 48 forms correct" not in proc.stdout  # the default answers at once: doctor --no-probe (issue 57)
     probed = engine("run", "--rm", "--pull", "never", "--network", "none", image, "simflow", "doctor", timeout=900)
     assert probed.returncode == 0, probed.stderr
