@@ -3,8 +3,8 @@
 Two scanners find the same lines. log_scan.c, compiled once with the system's C compiler into simflow's cache and
 loaded with ctypes, reads the bytes and also reads each plain 'stat = number' line's value, so Python touches only
 what it keeps. Where there is no compiler (or a block holds bytes it leaves to the text path: non-ASCII, \\r, odd
-spaces), the block is decoded and log_text's regex finds the lines. Every line is counted either way; lines that
-hold the banner are found by a plain search.
+spaces), the block is decoded and log_text's regex finds the lines. Either way every line is counted, and the lines
+that hold the simulator's banner (one a process) are found by a plain search.
 """
 
 from __future__ import annotations
@@ -219,23 +219,23 @@ def read_blocks(reader, blocks: Iterable[str | bytes], fast: _Scanner | None = N
 
 
 def _read_block(reader, block: str | bytes, scanned: tuple | None, fast: _Scanner | None) -> None:
+    """One block: its events (the lines that matter: `scanned` by the C, or the regex's matches in text), the plain
+    stats among them, and its banner lines, in the order they stand."""
     text = scanned is None
     newline = "\n" if text else b"\n"
     if text:  # '\n' + block: a match begins where a line does, at that line's start in block's own positions
-        is_key, quick = (False, True), ((), (), (), ())
+        is_key, quick = (False, True), ((), (), (), ())  # an event's "word" here: whether it matched a key
         events = ((m.start(), m.end() - 1, block[m.end() - 2] == "=", 0)
                   for m in _wanted(keys(), not reader.log.kernels).finditer("\n" + block))
         reader._count_lines = None
-    else:
-        is_key, (events, *quick) = fast.is_key, scanned
-        reader._count_lines = fast.count_lines
-    if text:
         banners = []  # where lines holding the banner begin (rare: one a simulator process)
         at = block.find(_BANNER_WORDS)
         while at >= 0:
             banners.append(block.rfind(newline, 0, at) + 1)
             at = block.find(_BANNER_WORDS, block.find(newline, at) + 1)
     else:
+        is_key, (events, *quick) = fast.is_key, scanned
+        reader._count_lines = fast.count_lines
         banners = fast.lines_with(block, _BANNER_WORDS.encode())
     banners.append(len(block))  # a sentinel past every line
     banners.reverse()  # popped from the end: the next banner line last
