@@ -70,6 +70,7 @@ class RunResult:
 
     @classmethod
     def of(cls, job: Job, status: str, fingerprint: str, **fields) -> RunResult:
+        """The record of a run of `job` (its identity is the job's)."""
         return cls(status=status, job=job, fingerprint=fingerprint, **fields)
 
     def __post_init__(self) -> None:
