@@ -550,6 +550,34 @@ def test_the_stall_line_reads_each_lane_as_any_value_is_read(lanes):
         assert printed[name] == pytest.approx(expected, nan_ok=True), (name, lanes)
 
 
+def test_the_scanner_built_is_the_c_its_process_loaded_not_a_newer_file(tmp_path, monkeypatch):
+    """A sweep's workers outlive an upgrade of simflow under them: each builds (and loads) the C it read when it
+    started, whose functions its bindings match; a library of the newer file is another name. (A worker of this
+    project's own sweep crashed in the library when it loaded one built from a newer file.)"""
+    import hashlib
+
+    from simflow import resources
+    from simflow.sim import log_scan
+
+    monkeypatch.setattr(resources, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(log_scan, "_LOADED", {})
+    older = log_scan.SOURCE.read_bytes() + b"\n/* what this process read when it started */\n"
+    monkeypatch.setattr(log_scan, "_SOURCE_TEXT", older)
+    if not log_scan.compiled():
+        pytest.skip("no C compiler (cc) to build the parser's scanner")
+    (built,) = (tmp_path / "log_scan").glob("*.so")
+    assert built.name.endswith(f"-{hashlib.sha256(older).hexdigest()[:16]}.so")
+    assert not list((tmp_path / "log_scan").glob("*.c"))
+    assert repr(parse_file(GLOBAL_ONLY)) == repr(parse_lines_of(GLOBAL_ONLY))
+
+
+def parse_lines_of(path):
+    from simflow.sim.log import parse_lines
+
+    with gzip.open(path, "rt", errors="replace") as handle:
+        return parse_lines(handle)
+
+
 def test_threads_parsing_at_once_each_read_their_own_log(tmp_path):
     """The compiled scanner fills its buffers with the GIL released: each thread has its own (a Dask worker parses
     several runs' logs at once)."""

@@ -25,6 +25,9 @@ from .catalogue import FORK_MARKER, PRINTED
 from .log_text import _BANNER_WORDS, _KEYS, _STARTS, BLOCK, EXIT_LINE, LIMIT_LINE, _Damage, _wanted
 
 SOURCE = Path(__file__).with_name("log_scan.c")
+# Read when this module is: a process whose simflow was upgraded (or edited) under it still builds and loads the C
+# its own bindings were written for, never the newer file's.
+_SOURCE_TEXT = SOURCE.read_bytes()
 _KEY, _START, _GPGPU = 0, 1, 2
 # keys _stat treats apart (a rate named by its unit, a time in parentheses, the launch uid, the build's flavour)
 _SPECIAL = frozenset(("gpgpu_simulation_rate", "gpgpu_simulation_time", "kernel_launch_uid", FORK_MARKER,
@@ -145,7 +148,7 @@ def _library() -> ctypes.CDLL | None:
     """log_scan.c built for this machine (cached by its text), or None where no C compiler can build it."""
     from ..resources import cache_dir
 
-    source = SOURCE.read_bytes()
+    source = _SOURCE_TEXT
     # named by its text and the machine's kind: a cache shared by unlike machines (a cluster's home) keeps one each
     built_for = f"{sys.platform}-{platform.machine()}"
     target = cache_dir() / "log_scan" / f"log_scan-{built_for}-{hashlib.sha256(source).hexdigest()[:16]}.so"
@@ -154,9 +157,11 @@ def _library() -> ctypes.CDLL | None:
         if compiler is None:
             return None
         tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+        text = target.with_name(f"{target.name}.{os.getpid()}.c")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run([compiler, "-O3", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)],
+            text.write_bytes(source)
+            proc = subprocess.run([compiler, "-O3", "-shared", "-fPIC", "-o", str(tmp), str(text)],
                                   capture_output=True, timeout=120)
             if proc.returncode != 0:
                 return None
@@ -165,6 +170,7 @@ def _library() -> ctypes.CDLL | None:
             return None
         finally:
             tmp.unlink(missing_ok=True)
+            text.unlink(missing_ok=True)
     try:
         lib = ctypes.CDLL(str(target))
     except OSError:
