@@ -92,3 +92,56 @@ def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
     doctor = simflow("doctor", "--json", "--no-probe", "--require", "echo", env=env)
     assert doctor.returncode == 0, doctor.stderr
     assert {"component": "echo", "found": True, "detail": "always here", "how_to_get": ""} in json.loads(doctor.stdout)
+
+
+CRASH = '''
+import os
+import signal
+
+from simflow.backends.base import Availability, Backend
+from simflow.results.record import RunResult
+
+
+class CrashBackend(Backend):
+    """Dies outright on tile=8 (as a worker killed for memory, or by a crash in native code, does)."""
+
+    name = "crash"
+    default_metrics = ("source_lines",)
+    speed_metric = "source_lines"
+
+    @classmethod
+    def probe(cls):
+        return Availability(True, "always here")
+
+    def run(self, job, folder, kernel=None):
+        if job.params["tile"] == 8:
+            os.kill(os.getpid(), signal.SIGKILL)
+        kernel = kernel or job.kernel()
+        result = RunResult.of(job, "passed", kernel.fingerprint(), kernels=kernel.kernel_names)
+        result.add("source_lines", kernel.source.count("\\\\n"))
+        return result
+'''
+
+
+def test_a_sweep_whose_worker_dies_outright_reports_that_job_and_runs_the_rest(tmp_path, monkeypatch):
+    """Its pool broke and the sweep ended in a BrokenProcessPool traceback, the jobs after it never run (seen here:
+    a worker crashed in native code during a long simulator sweep)."""
+    from simflow import settings
+    from simflow.run.sweep import WORKER_DIED
+
+    (tmp_path / "crash_backend.py").write_text(CRASH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # sweep workers import the module too
+    before = settings.current()
+    register("crash", "crash_backend:CrashBackend")
+    try:
+        sweep = tmp_path / "s.toml"
+        sweep.write_text('backends = ["crash"]\n[[variants]]\nname = "global"\ntile = [8, 16, 32]\n')
+        with Store(tmp_path) as store:
+            report = run_sweep(load_sweep(sweep), store, workers=1, quiet=True)
+            assert len(report.stored) == 2 and len(report.errors) == 1, (report.stored, report.errors)
+            assert "tile=8" in report.errors[0][0] and report.errors[0][1] == WORKER_DIED
+            assert sorted(run.params["tile"] for run in store.runs() if run.stored) == [16, 32]
+    finally:
+        settings.use(before)
+        sys.modules.pop("crash_backend", None)

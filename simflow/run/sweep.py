@@ -234,36 +234,59 @@ def _record(outcome: JobOutcome, store: Store, report: SweepReport, progress: Pr
     progress.ended(outcome.job, result)
 
 
+# What a job whose worker process died outright is reported with (the pool stops its other workers with it).
+WORKER_DIED = ("its worker process died outright (killed by the system, e.g. for memory, or a crash in native code); "
+               "a worker beside it in the same pool is stopped with it. What its run wrote is in its folder; the rest "
+               "of the sweep ran on. Run the sweep again to retry it (what is stored is not run again)")
+
+
 def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
-    """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU)."""
+    """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU). A worker that
+    dies outright breaks its pool: the jobs it held are reported (WORKER_DIED) and a new pool runs the rest."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
     _quiet_resource_tracker()
+
+    def new_pool(width: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup,
+                                   initargs=(current(),))
+
     other = [j for j in todo if not backend_class(j.backend).serial]
     gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
-    lanes = []  # (pool, its jobs still to submit, how many run at once)
+    lanes = []  # [pool, its jobs still to submit, how many run at once]
     for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
         if jobs:
-            lanes.append((ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup,
-                                              initargs=(current(),)), iter(jobs), width))
-    pending: dict = {}  # future -> (pool, its remaining jobs)
+            lanes.append([new_pool(width), iter(jobs), width])
+    pending: dict = {}  # future -> (its lane, the pool it went to, its job)
+
+    def submit(lane: list, job: Job) -> None:
+        pending[lane[0].submit(_run_in_worker, job, str(results))] = (lane, lane[0], job)
+
     try:
-        for pool, jobs, width in lanes:  # keep each pool exactly full, so 'running' is true
-            for job in itertools.islice(jobs, width):
-                pending[pool.submit(_run_in_worker, job, str(results))] = (pool, jobs)
+        for lane in lanes:  # keep each pool exactly full, so 'running' is true
+            for job in itertools.islice(lane[1], lane[2]):
+                submit(lane, job)
         progress.running = len(pending)
         progress.show()
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                pool, jobs = pending.pop(future)
-                nxt = next(jobs, None)
+                lane, pool, job = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    outcome = JobOutcome(job, error=WORKER_DIED)
+                    if lane[0] is pool:  # the first of its jobs to say so: the rest go to a new pool
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        lane[0] = new_pool(lane[2])
+                nxt = next(lane[1], None)
                 if nxt is not None:
-                    pending[pool.submit(_run_in_worker, nxt, str(results))] = (pool, jobs)
+                    submit(lane, nxt)
                 progress.running = len(pending)
-                yield future.result()
+                yield outcome
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: every worker stops its simulator and returns its run as 'interrupted'
         # (a terminal's Ctrl-C reaches the workers too; SIGTERM is passed on here), which is recorded.
