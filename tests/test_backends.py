@@ -94,33 +94,12 @@ def test_a_new_backend_is_one_module_and_one_registry_line(echo, tmp_path):
     assert {"component": "echo", "found": True, "detail": "always here", "how_to_get": ""} in json.loads(doctor.stdout)
 
 
-CRASH = '''
-import os
-import signal
-
-from simflow.backends.base import Availability, Backend
-from simflow.results.record import RunResult
-
-
-class CrashBackend(Backend):
-    """Dies outright on tile=8 (as a worker killed for memory, or by a crash in native code, does)."""
-
-    name = "crash"
-    default_metrics = ("source_lines",)
-    speed_metric = "source_lines"
-
-    @classmethod
-    def probe(cls):
-        return Availability(True, "always here")
-
-    def run(self, job, folder, kernel=None):
-        if job.params["tile"] == 8:
-            os.kill(os.getpid(), signal.SIGKILL)
-        kernel = kernel or job.kernel()
-        result = RunResult.of(job, "passed", kernel.fingerprint(), kernels=kernel.kernel_names)
-        result.add("source_lines", kernel.source.count("\\\\n"))
-        return result
-'''
+# The echo backend, dying outright on tile=8 (as a worker killed for memory, or by a crash in native code, does).
+CRASH = "import os\nimport signal\n" + ECHO.replace("class EchoBackend", "class CrashBackend").replace(
+    'name = "echo"', 'name = "crash"').replace(
+    "        kernel = kernel or job.kernel()",
+    "        if job.params['tile'] == 8:\n            os.kill(os.getpid(), signal.SIGKILL)\n"
+    "        kernel = kernel or job.kernel()")
 
 
 def test_a_sweep_whose_worker_dies_outright_reports_that_job_and_runs_the_rest(tmp_path, monkeypatch):
