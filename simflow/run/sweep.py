@@ -240,6 +240,15 @@ WORKER_DIED = ("its worker process died outright (killed by the system, e.g. for
                "of the sweep ran on. Run the sweep again to retry it (what is stored is not run again)")
 
 
+@dataclass
+class _Lane:
+    """A pool of sweep workers, the jobs still to hand it, and how many it runs at once."""
+
+    pool: object  # a ProcessPoolExecutor: a new one when a worker's death broke the last
+    jobs: Iterator[Job]
+    width: int
+
+
 def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
     """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU). A worker that
     dies outright breaks its pool: the jobs it held are reported (WORKER_DIED) and a new pool runs the rest."""
@@ -256,18 +265,16 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
 
     other = [j for j in todo if not backend_class(j.backend).serial]
     gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
-    lanes = []  # [pool, its jobs still to submit, how many run at once]
-    for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)):
-        if jobs:
-            lanes.append([new_pool(width), iter(jobs), width])
+    lanes = [_Lane(new_pool(width), iter(jobs), width)
+             for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)) if jobs]
     pending: dict = {}  # future -> (its lane, the pool it went to, its job)
 
-    def submit(lane: list, job: Job) -> None:
-        pending[lane[0].submit(_run_in_worker, job, str(results))] = (lane, lane[0], job)
+    def submit(lane: _Lane, job: Job) -> None:
+        pending[lane.pool.submit(_run_in_worker, job, str(results))] = (lane, lane.pool, job)
 
     try:
         for lane in lanes:  # keep each pool exactly full, so 'running' is true
-            for job in itertools.islice(lane[1], lane[2]):
+            for job in itertools.islice(lane.jobs, lane.width):
                 submit(lane, job)
         progress.running = len(pending)
         progress.show()
@@ -279,10 +286,10 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
                     outcome = future.result()
                 except BrokenProcessPool:
                     outcome = JobOutcome(job, error=WORKER_DIED)
-                    if lane[0] is pool:  # the first of its jobs to say so: the rest go to a new pool
+                    if lane.pool is pool:  # the first of its jobs to say so: the rest go to a new pool
                         pool.shutdown(wait=False, cancel_futures=True)
-                        lane[0] = new_pool(lane[2])
-                nxt = next(lane[1], None)
+                        lane.pool = new_pool(lane.width)
+                nxt = next(lane.jobs, None)
                 if nxt is not None:
                     submit(lane, nxt)
                 progress.running = len(pending)
@@ -290,8 +297,8 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: every worker stops its simulator and returns its run as 'interrupted'
         # (a terminal's Ctrl-C reaches the workers too; SIGTERM is passed on here), which is recorded.
-        for pool, _, _ in lanes:
-            for process in list(getattr(pool, "_processes", {}).values()):
+        for lane in lanes:
+            for process in list(getattr(lane.pool, "_processes", {}).values()):
                 if process.is_alive():
                     process.terminate()
         done, _ = wait(pending, timeout=INTERRUPT_GRACE_S)
@@ -302,8 +309,8 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
                 continue
         raise
     finally:
-        for pool, _, _ in lanes:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for lane in lanes:
+            lane.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _quiet_resource_tracker() -> None:
