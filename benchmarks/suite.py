@@ -13,6 +13,7 @@ the three sets it ("floor by"). The configurations are fixed (each won a layer);
 what 'simflow tune' found best for each layer.
 
     python benchmarks/suite.py [--suite resnet50] [--layers N | --only NAME,...] [--repeats 20] [--csv FILE]
+    python benchmarks/suite.py --shapes "NAME=B,C,M,H,W,K,pad,stride;..."     (layers of no suite)
 
 The CSVs are written again after each layer, so a run stopped part way (a time limit) keeps the layers it measured.
 """
@@ -35,7 +36,7 @@ from native import floor, floor_by, time_cudnn, unit_ceilings  # noqa: E402
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.errors import UserError  # noqa: E402
 from simflow.job import Job  # noqa: E402
-from simflow.kernels.problems import suite  # noqa: E402
+from simflow.kernels.problems import get_problem, suite  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 from simflow.run.tune import best_config  # noqa: E402
 from simflow.run.tune_starts import ADMITS, STARTS  # noqa: E402
@@ -74,6 +75,7 @@ def main() -> int:
     parser.add_argument("--suite", default="resnet50")
     parser.add_argument("--layers", type=int, help="only the first N layers")
     parser.add_argument("--only", help="only these layers of the suite (names, comma-separated)")
+    parser.add_argument("--shapes", help="instead of a suite: NAME=B,C,M,H,W,K,pad,stride layers, separated by ';'")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--csv", help="write the per-layer table here")
     parser.add_argument("--precisions", default=",".join(CONFIGS), help="which of float32,tf32,float16,bfloat16")
@@ -84,7 +86,13 @@ def main() -> int:
     parser.add_argument("--tuned", metavar="RESULTS", help="also run what 'simflow tune' found best for each layer "
                                                             "(RESULTS/tuned.json), per precision")
     args = parser.parse_args()
-    layers = suite(args.suite)[: args.layers]
+    if args.shapes:
+        args.suite = "shapes"
+        layers = [get_problem(name.strip(), shape=shape) for name, _, shape in
+                  (part.partition("=") for part in args.shapes.split(";") if part.strip())]
+    else:
+        layers = suite(args.suite)
+    layers = layers[: args.layers]
     if args.only:
         names = args.only.split(",")
         unknown = sorted(set(names) - {problem.name for problem in layers})

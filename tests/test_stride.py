@@ -53,7 +53,7 @@ STRIDED = Problem(B=2, C=32, M=32, H=29, W=27, K=3, pad=1, stride=2, name="s2")
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_variant_takes_a_stride_or_refuses_it_by_name(variant):
-    if variant in ("regtile", "winograd", "fft"):
+    if variant in ("winograd", "fft"):
         with pytest.raises(LimitError, match=f"stride of {variant} .* needs 2, the limit is 1; use implicit_gemm"):
             render(variant, STRIDED)
         return
@@ -104,8 +104,24 @@ def test_a_sweep_over_a_suite(tmp_path):
                      '[[variants]]\nname = "implicit_gemm"\n\n[[variants]]\nname = "regtile"\n')
     proc = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path / "r"))
     assert proc.returncode == 0, proc.stderr
-    assert "46 jobs" in proc.stdout and "refused" in proc.stdout  # regtile refuses the 7 strided layers by name
-    assert proc.stdout.count("stride of regtile") == 7  # the other 16: too many output channels for it
+    assert "46 jobs" in proc.stdout and "refused" in proc.stdout
+    # regtile takes a stride now; every ResNet-50 layer has too many output channels for its defaults (4 outputs
+    # x all M in registers), and it says so by name
+    assert "stride of regtile" not in proc.stdout
+    assert proc.stdout.count("accumulators per thread") == 23
     sweep.write_text('name = "x"\nbackends = ["gpu"]\nsuite = "alexnet"\n[[variants]]\nname = "global"\n')
     bad = simflow("sweep", str(sweep), "--dry-run", "--results", str(tmp_path / "r"))
     assert bad.returncode == 1 and "suite.toml:3: unknown suite 'alexnet'" in bad.stderr
+
+
+def test_regtile_stages_the_input_rows_a_strided_block_reads():
+    """With stride S a regtile block stages (rows - 1) * S + K input rows of (outputs x threads - 1) * S + K
+    inputs: AlexNet's 11x11/4 first layer at rows=8 needs 2 x 39 x 236 floats and 8 x 363 weights (85,248 bytes), past the 48 KB of
+    static shared memory, where a stride-blind count (2 x 18 x 68 floats) would have let it through."""
+    alexnet = Problem(B=2, C=3, M=96, H=227, W=227, K=11, pad=0, stride=4, name="alexnet-conv1")
+    params = {"outputs": 4, "rows": 8, "channels": 8, "weights": "shared", "images": 1}
+    with pytest.raises(LimitError, match="static shared memory per block: needs 85,248 bytes, the limit is 49,152"):
+        render("regtile", alexnet, params)
+    kernel = render("regtile", alexnet, {**params, "rows": 2})
+    assert "IN_W = (BX * R - 1) * STRIDE + K" in kernel.source and "win[r * STRIDE + kx]" in kernel.source
+    assert kernel.launches(2)[0].block == (14, 2, 1)  # 55 outputs a row, 4 a thread

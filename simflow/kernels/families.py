@@ -37,6 +37,8 @@ class RegTileVariant(Variant, family="regtile"):
     `rows` whole output rows (an image's rows spread evenly over its blocks) of `images` images in turn,
     staging the input rows (+ halo) of one (image, channel) step in shared memory while the previous step
     computes; weights live in constant memory so most FMAs take the weight as an immediate constant operand.
+    With stride S a thread's window of a row is (outputs - 1) * S + K inputs, and a block stages the
+    (rows - 1) * S + K input rows its output rows read (a 3-channel stride-2 stem).
     A layer of few pixels and many channels (k7net-conv2: 16x16 outputs, 24 channels) has too few threads
     with all channels each: 128 warps for 132 SMs at outputs=4."""
 
@@ -71,15 +73,15 @@ class RegTileVariant(Variant, family="regtile"):
         return params["channels"] or problem.M
 
     def smem_floats(self, problem: Problem, params: dict) -> int:
-        in_w = self.block_x(problem, params) * params["outputs"] + problem.K - 1
+        in_w = (self.block_x(problem, params) * params["outputs"] - 1) * problem.stride + problem.K
         if params["outputs"] % 4 == 0:
             in_w = (in_w + 6) // 4 * 4  # 16-byte aligned rows (see the template)
-        tile = self.stages(problem, params) * (self.block_rows(problem, params) + problem.K - 1) * in_w
+        in_h = (self.block_rows(problem, params) - 1) * problem.stride + problem.K
+        tile = self.stages(problem, params) * in_h * in_w
         weights = self.group(problem, params) * problem.C * problem.K * problem.K
         return tile + (weights if params["weights"] == "shared" else 0)
 
     def check(self, problem: Problem, params: dict) -> None:
-        _refuse_stride(self.name, problem, "its threads compute consecutive outputs from one staged input row")
         check_threads((self.block_x(problem, params), self.block_rows(problem, params), 1), GENERIC_LIMITS,
                       "use more outputs per thread or fewer rows per block")
         if problem.M % self.group(problem, params):
