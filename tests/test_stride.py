@@ -116,8 +116,9 @@ def test_a_sweep_over_a_suite(tmp_path):
 
 def test_regtile_stages_the_input_rows_a_strided_block_reads():
     """With stride S a regtile block stages (rows - 1) * S + K input rows of (outputs x threads - 1) * S + K
-    inputs: AlexNet's 11x11/4 first layer at rows=8 needs 2 x 39 x 236 floats and 8 x 363 weights (85,248 bytes), past the 48 KB of
-    static shared memory, where a stride-blind count (2 x 18 x 68 floats) would have let it through."""
+    inputs: AlexNet's 11x11/4 first layer at rows=8 needs 2 x 39 x 236 floats and 8 x 363 weights (85,248 bytes),
+    past the 48 KB of static shared memory, where a stride-blind count (2 x 18 x 68 floats) would have let it
+    through."""
     alexnet = Problem(B=2, C=3, M=96, H=227, W=227, K=11, pad=0, stride=4, name="alexnet-conv1")
     params = {"outputs": 4, "rows": 8, "channels": 8, "weights": "shared", "images": 1}
     with pytest.raises(LimitError, match="static shared memory per block: needs 85,248 bytes, the limit is 49,152"):
