@@ -29,7 +29,8 @@ from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS, parse_param_args  # noqa: E402
 
-PRECISION_PARAMS = {"float32": {}, "tf32": {"precision": "tf32"}, "float16": {"io": "float16"}}  # tensor-core variants
+PRECISION_PARAMS = {"float32": {}, "tf32": {"precision": "tf32"}, "float16": {"io": "float16"},  # tensor-core variants
+                    "bfloat16": {"io": "bfloat16"}}
 
 
 def main() -> int:

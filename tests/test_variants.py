@@ -910,3 +910,25 @@ def test_wmma_takes_bf16_on_the_gpu_and_the_simulator_refuses_it(variant):
     if variant == "wmma":
         with pytest.raises(LimitError, match="fragments=global.*needs bf16.*use fragments=shared for bf16"):
             render(variant, WMMA_PROBLEM, {"precision": "bf16", "fragments": "global"})
+
+
+def test_wgmma_nchw_tiles_of_48_96_112_channels_and_where_half_y_refuses_them():
+    """tile_m 48, 96 and 112 make the wgmma N that many channels (a 40- or 104-channel layer fills more of its tile);
+    half y leaves the accumulators through stmatrix in pairs of 8-channel groups, so a warpgroup's N must be a
+    multiple of 16: tile_m=48 or 112 with tile_n=64 (two warpgroups of 24 or 56 channels) is refused by name (it
+    computed wrong sums on an H200, then faulted)."""
+    from simflow.kernels.problems import Problem
+    from simflow.kernels.variants import VARIANTS
+
+    layer = Problem(B=2, C=72, M=40, H=12, W=10, K=1, name="1x1-72-40")
+    wgmma = VARIANTS["wgmma_nchw"]
+    for tile_m in (48, 96, 112):
+        source = wgmma.render(layer, {"tile_m": tile_m, "io": "float16"}).source
+        assert f"m64n{tile_m}k16" in source and f"BN = {tile_m}," in source
+    assert "m64n24k8" in wgmma.render(layer, {"tile_m": 48, "tile_n": 64, "precision": "tf32"}).source  # float y
+    for tile_m in (48, 112):
+        refusal = (rf"output channels of a warpgroup in wgmma_nchw with half y .* needs {tile_m // 2} "
+                   rf"\(tile_m={tile_m}, tile_n=64\), the limit is a multiple of 16")
+        with pytest.raises(LimitError, match=refusal):
+            wgmma.render(layer, {"tile_m": tile_m, "tile_n": 64, "io": "float16"})
+    assert "m64n48k16" in wgmma.render(layer, {"tile_m": 96, "tile_n": 64, "io": "float16"}).source

@@ -140,6 +140,11 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             raise LimitError(f"registers a thread of {self.name}'s three warpgroups (tile_n=192: 384 threads, at most "
                              "168 registers each)", f"tile_m={params['tile_m']}: {params['tile_m'] // 2} float sums "
                              "a thread", "tile_m <= 128", "use tile_m=128 or 64 with tile_n=192, or tile_n=128")
+        nwg = self.warpgroup_n(params)
+        if io16(params) and nwg % 16:
+            raise LimitError(f"output channels of a warpgroup in {self.name} with half y (stmatrix stores pairs of "
+                             "8-channel groups)", f"{nwg} (tile_m={params['tile_m']}, tile_n={params['tile_n']})",
+                             "a multiple of 16", "use tile_n=128 or 192 with this tile_m, or tile_m=64 or 128")
         if params["split"] > 1 and (params["persistent"] or io16(params)):
             raise LimitError(f"split-K in {self.name} (blocks of one tile each, adding into float y)",
                              f"persistent={params['persistent']}, io={params['io']}", "persistent=false, io=float32",
@@ -205,11 +210,16 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             xv = (8 if half_io and (problem.H * problem.W) % 8 == 0 else 4) if vector_columns(problem) else 1
             yv = xv if half_io else (4 if xv > 1 else 1)
         return {"bn": params["tile_m"], "bp": params["tile_n"], "bk": bk, "cp": _round_up(problem.C, bk),
-                "nwg": params["tile_m"] // 2 if params["tile_n"] == 64 else params["tile_m"],
+                "nwg": self.warpgroup_n(params),
                 "threads": self.threads(params),
                 "kslice": 8 if params["precision"] == "tf32" else 16, "xv": xv, "yv": yv, "skew": skew,
                 "half_io": half_io, "t16": t16(params), "gather": gather, "split": params["split"],
                 "hwp": self.gathered_pixels(problem, params) if gather else hw}
+
+    @staticmethod
+    def warpgroup_n(params: dict) -> int:
+        """A warpgroup's wgmma N: all tile_m output channels, or half of them where two warpgroups share 64 pixels."""
+        return params["tile_m"] // 2 if params["tile_n"] == 64 else params["tile_m"]
 
     @staticmethod
     def threads(params: dict) -> int:
