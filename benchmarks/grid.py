@@ -30,7 +30,7 @@ from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS, parse_param_args  # noqa: E402
 
 PRECISION_PARAMS = {"float32": {}, "tf32": {"precision": "tf32"}, "float16": {"io": "float16"},  # tensor-core variants
-                    "bfloat16": {"io": "bfloat16"}}
+                    "bfloat16": {"io": "bfloat16", "precision": "bf16"}}
 
 
 def main() -> int:
