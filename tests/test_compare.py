@@ -5,6 +5,8 @@ import dataclasses
 import io
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 from conftest import simflow
@@ -263,3 +265,26 @@ def test_a_change_counts_only_past_the_threshold_and_its_units_floor():
     assert mark("L1D_total_cache_miss_rate", 0.160, 0.163, 0.0, "") == "same"  # a rate: half a point
     assert mark("L1D_total_cache_miss_rate", 0.160, 0.449, 0.02, "") == "worse"
     assert mark("bad_elements", 0, 1, 0.02, "") == "worse"  # a count has no floor: one wrong element counts
+
+
+def test_a_run_folder_copied_elsewhere_is_imported_where_it_now_lies(tmp_path):
+    """A run kept as its result.json and log in another folder (a repository's results, another machine): its
+    record names the folder it was imported from, so the log (and the simulated clock it echoes) is read there."""
+    from simflow.analysis.fidelity import simulated_mhz
+
+    made = tmp_path / "made"
+    record = sim_record(made, "shared")
+    kept = tmp_path / "kept" / record.run_id
+    kept.mkdir(parents=True)
+    for name in ("result.json", "sim.log.gz"):
+        shutil.copy(Path(record.artifacts["run_dir"]) / name, kept / name)
+    shutil.rmtree(made)  # the machine it was made on is gone
+    env = {"SIMFLOW_RESULTS": str(tmp_path / "store")}
+    proc = simflow("import", str(kept), env=env)
+    assert proc.returncode == 0, proc.stderr
+    with Store(tmp_path / "store") as store:
+        (stored,) = store.runs()
+    assert stored.artifacts["run_dir"] == str(kept.resolve())
+    assert stored.artifacts["log"] == str(kept.resolve() / "sim.log.gz")
+    assert stored.artifacts["kernel_source"] == str(kept.resolve() / "kernel.cu")  # named there, not copied
+    assert simulated_mhz(stored) == 1132.0
