@@ -337,6 +337,32 @@ def test_wgmma_nhwc_stream_k_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+PACKED_TAP_SHAPES = [Problem(B=3, C=3, M=5, H=23, W=23, K=5, pad=2, name="odd-padded"),  # 8 channels a tap
+                     Problem(B=2, C=4, M=3, H=37, W=29, K=3, pad=0, name="rect-valid"),
+                     Problem(B=2, C=3, M=16, H=31, W=29, K=7, pad=3, stride=2, name="k7-stride2"),
+                     Problem(B=2, C=32, M=32, H=15, W=15, K=3, pad=1, stride=2, name="3x3-stride2"),  # fp16: 2 taps
+                     Problem(B=3, C=16, M=48, H=20, W=19, K=5, pad=2, name="c16-5x5"),  # 25 taps: a last part-step
+                     Problem(B=2, C=12, M=72, H=17, W=17, K=3, pad=1, name="c12-3x3")]  # 12 channels in 16
+PACKED_TAP_CONFIGS = [{}, {"precision": "tf32"}, {"precision": "bf16"}, {"io": "float16"},
+                      {"io": "bfloat16", "precision": "bf16"}, {"precision": "tf32", "stream_k": True},
+                      {"io": "float16", "persistent": True, "tile_n": 128}, {"split": 2},
+                      {"precision": "tf32", "tile_m": 64, "stages": 5}, {"io": "float16", "split": 4}]
+
+
+@pytest.mark.parametrize("problem", PACKED_TAP_SHAPES, ids=[p.name for p in PACKED_TAP_SHAPES])
+@pytest.mark.parametrize("params", PACKED_TAP_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) or "default" for p in PACKED_TAP_CONFIGS])
+def test_wgmma_nhwc_packs_the_taps_of_few_channels(gpu, params, problem):
+    """C at most half a k step on a K x K layer: a k step holds several taps, each 16-byte part of a row from its
+    own tap (past the last tap, zeros); the same checks as benchmarks/results/packed_taps_check_session42_*.log."""
+    kernel = VARIANTS["wgmma_nhwc"].render(problem, params)
+    tf32 = kernel.params["precision"] == "tf32"
+    assert ("TAPS = BK / CP" in kernel.source) == (problem.C * (4 if tf32 else 2) <= 64)  # C=32 TF32: a whole step
+    result = run(gpu, kernel, problem.B, seed=7, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 WGMMA_TILE_M64_SHAPES = [*NHWC_HALF_SHAPES[:3], STREAM_K_SHAPES[2],  # M < 64 (zero rows), stride 2; M = 200: 4 tiles
                          Problem(B=4, C=64, M=64, H=17, W=19, K=3, pad=1, name="3x3-m64-hw323")]  # the layer it is for
 WGMMA_TILE_M64_CONFIGS = [{}, {"tile_n": 128}, {"tile_n": 64, "stages": 3}, {"precision": "tf32"},

@@ -501,12 +501,12 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     assert narrow.launches(1)[-1].dynamic_smem == 6 * (128 + 128) * 128 + 1024
     with pytest.raises(LimitError, match="shared memory per block .* use fewer stages or tile_n=128"):
         render("wgmma_nhwc", layer, {"stages": 5})  # 5 x 48 KB
-    stem = render("wgmma_nhwc", get_problem("resnet50-conv1"))  # C = 3 padded to 64 channels
-    assert "constexpr int CP = 64;" in stem.source
-    tf32 = render("wgmma_nhwc", get_problem("resnet50-conv1"), {"precision": "tf32"})  # a 128-byte row: 32 channels
-    assert tf32.precision == "tf32" and "constexpr int CP = 32;" in tf32.source and "cvt.rna.tf32.f32" in tf32.source
+    stem = render("wgmma_nhwc", get_problem("resnet50-conv1"))  # C = 3 padded to 8 channels, 8 taps a k step
+    assert "constexpr int CP = 8;" in stem.source and "constexpr int KDIM = 448;" in stem.source  # 49 taps: 7 steps
+    tf32 = render("wgmma_nhwc", get_problem("resnet50-conv1"), {"precision": "tf32"})  # a 128-byte row: 4 taps of 8
+    assert tf32.precision == "tf32" and "constexpr int CP = 8;" in tf32.source and "cvt.rna.tf32.f32" in tf32.source
     assert "m64n256k8.f32.tf32.tf32" in tf32.source and " %128, %129, p, 1, 1;" in tf32.source  # no transpose operands
-    assert tf32.workspace(1)["wh"] == 64 * 32 * 49  # 4-byte elements: as many floats as elements
+    assert tf32.workspace(1)["wh"] == 64 * 416  # 4-byte elements: as many floats as elements (392 -> 13 steps of 32)
     with pytest.raises(LimitError, match="precision=tf32, the limit is precision=fp16"):
         render("wgmma_nhwc", layer, {"precision": "tf32", "io": "float16"})
     half = render("wgmma_nhwc", get_problem("resnet50-1x1-256-64-56"), {"io": "float16"})
@@ -932,3 +932,31 @@ def test_wgmma_nchw_tiles_of_48_96_112_channels_and_where_half_y_refuses_them():
         with pytest.raises(LimitError, match=refusal):
             wgmma.render(layer, {"tile_m": tile_m, "tile_n": 64, "io": "float16"})
     assert "m64n48k16" in wgmma.render(layer, {"tile_m": 96, "tile_n": 64, "io": "float16"}).source
+
+
+def test_wgmma_nhwc_packs_several_taps_into_a_k_step_where_c_is_small():
+    """C at most half a 128-byte k step on a K x K layer: the channel-last copies hold C padded to 8, 16 or 32
+    channels a pixel, a k step is that many channels of several taps, and wh's rows end in zeros up to a whole step
+    (5x5 16->48 in fp16: 25 taps of 16 channels, 400 -> 448, 7 k steps where 25 steps of 64 were three quarters
+    zeros). A 1x1 layer, and a C that fills a step, keep one tap a step."""
+    from simflow.kernels.problems import Problem
+    from simflow.kernels.variants import VARIANTS
+
+    wgmma = VARIANTS["wgmma_nhwc"]
+    layer = Problem(B=2, C=16, M=48, H=20, W=19, K=5, pad=2, name="c16-5x5")
+    kernel = wgmma.render(layer, {"precision": "fp16"})
+    assert "constexpr int CP = 16;" in kernel.source and "constexpr int KDIM = 448;" in kernel.source
+    assert "TAPS = BK / CP" in kernel.source and "tap < K * K &&" in kernel.source
+    copy_x, copy_w, gemm = kernel.launches(2)
+    assert copy_x.kernel.endswith("_x") and copy_x.grid[1] == 1  # one block of all 16 channels a pixel
+    assert "XC = 16," in kernel.source
+    assert kernel.workspace(2)["wh"] == 48 * 448 * 2 // 4 and kernel.workspace(2)["xh"] == 2 * 16 * 20 * 19 * 2 // 4
+    streamed = wgmma.render(layer, {"precision": "fp16", "stream_k": True}).launches(2)[-1]
+    assert streamed.grid[0] == math.ceil(2 * 20 * 19 / 256) * 1 * 7  # tiles x 7 k steps each
+    tf32 = wgmma.render(Problem(B=2, C=3, M=16, H=31, W=29, K=7, pad=3, stride=2, name="stem"), {"precision": "tf32"})
+    assert "constexpr int CP = 8;" in tf32.source and "KDIM = 416;" in tf32.source  # 49 taps x 8 -> 13 steps of 32
+    for unpacked, params in ((Problem(B=2, C=64, M=64, H=9, W=9, K=3, pad=1, name="c64"), {"precision": "fp16"}),
+                             (Problem(B=2, C=16, M=48, H=9, W=9, K=1, name="1x1"), {"precision": "fp16"}),
+                             (Problem(B=2, C=32, M=48, H=9, W=9, K=3, pad=1, name="c32"), {"precision": "tf32"})):
+        source = wgmma.render(unpacked, params).source
+        assert "TAPS" not in source and "CSTEPS = CP / BK" in source

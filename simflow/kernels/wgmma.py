@@ -92,10 +92,37 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
 
     @classmethod
     def padded_channels(cls, problem: Problem, params: dict) -> int:
-        return _round_up(problem.C, cls.step_k(params))
+        """Channels a tap holds in the channel-last copies: C padded to a k step (one 128-byte row), or, on a K x K
+        layer whose C fills at most half a row, to 8, 16 or 32 (of 16-byte copies, a divisor of the row), so that
+        several taps share a k step (packed taps: 5x5 16->48 in fp16 multiplied 48 zero channels of every 64)."""
+        step = cls.step_k(params)
+        if problem.K > 1:
+            for channels in (8, 16, 32):
+                if problem.C <= channels < step:
+                    return channels
+        return _round_up(problem.C, step)
+
+    @classmethod
+    def kdim(cls, problem: Problem, params: dict) -> int:
+        """Elements of a row of wh and k of the GEMM: the taps' channels, then zeros up to a whole k step."""
+        return _round_up(cls.padded_channels(problem, params) * problem.K * problem.K, cls.step_k(params))
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
-        return {**super().extra_context(problem, params), "kslice": 8 if params["precision"] == "tf32" else 16}
+        cp = self.padded_channels(problem, params)
+        return {**super().extra_context(problem, params), "kslice": 8 if params["precision"] == "tf32" else 16,
+                "kdim": self.kdim(problem, params), "packed": cp < self.step_k(params)}
+
+    def x_copy_shape(self, problem: Problem, params: dict) -> tuple[int, int]:
+        """As mma_nhwc's, and a block of all the channels where taps are packed (fewer than 32 a pixel)."""
+        vec, channels = super().x_copy_shape(problem, params)
+        return vec, min(channels, self.padded_channels(problem, params))
+
+    def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
+        space = super().workspace(kernel, batch)
+        if "wh" in space:
+            space["wh"] = math.ceil(kernel.problem.M * self.kdim(kernel.problem, kernel.params) *
+                                    self.element_bytes(kernel) / 4)
+        return space
 
     def gemm_smem(self, kernel: Kernel) -> int:
         return self.smem_bytes(kernel.params)
@@ -107,7 +134,7 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
         launches = super().launches(kernel, batch)
         p, params = kernel.problem, kernel.params
         if params["stream_k"]:
-            per_tile = self.padded_channels(p, params) // self.step_k(params) * p.K * p.K
+            per_tile = self.kdim(p, params) // self.step_k(params)
         elif params["persistent"]:
             per_tile = 1
         else:
