@@ -4,7 +4,12 @@ Both sides are sweeps of the same jobs:
   simulator (this machine, sampled):  simflow sweep benchmarks/fidelity_sim.toml --results SIM
   GPU (the lent H200, one call):      bash benchmarks/fidelity_gpu.sh   (results in .scratch/fidelity-gpu)
 then
-  python benchmarks/fidelity.py SIM .scratch/fidelity-gpu -o benchmarks/results/fidelity-....md
+  python benchmarks/fidelity.py SIM .scratch/fidelity-gpu -o benchmarks/results/fidelity-....md \
+      --keep benchmarks/results/fidelity-.../runs-kept
+
+--keep copies the runs the tables come from (each run's result.json, and the config of a sampled estimate's probe,
+whose clock the time error uses: a few KB a run) into a folder of the repository, which this script reads again as a
+results folder on a machine that has neither store: a later session adds its runs to the same tables.
 
 prints (and writes as markdown) per config: the median per-layer Spearman of the variants' time ranks, the share
 of pairs ordered alike, the median absolute time error (simulated cycles over the simulated clock against the
@@ -15,7 +20,9 @@ the two order differently; per job the figures themselves.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,8 +37,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", help="results folders: the simulator's and the GPU's")
     parser.add_argument("-o", "--output", help="also write the tables here (markdown)")
+    parser.add_argument("--keep", metavar="DIR", help="copy the runs used into DIR/runs/<id>/ (see above)")
     args = parser.parse_args()
-    runs = [run for folder in args.results for run in api.find_runs(results=folder)]
+    runs = [run for folder in args.results for run in _runs(Path(folder))]
+    if args.keep:
+        print(f"kept {_keep(runs, Path(args.keep))} runs in {args.keep}")
     found = fidelity(runs)
     sims = [r for r in runs if r.backend == "gpgpusim" and r.status == "passed"]
     gpus = sorted({r.environment.get("gpu", "") for r in runs if r.backend == "gpu"} - {""})
@@ -52,6 +62,43 @@ def main() -> int:
     print()
     print(render(found.summary, "table"))
     return 0
+
+
+def _runs(folder: Path) -> list:
+    """The runs of a results folder: its store, or, for a folder of kept runs (no store), each runs/<id>/ imported
+    into a store made for this read (the records then name their files in the kept folder)."""
+    if (folder / "simflow.db").is_file() or not any(folder.glob("runs/*/result.json")):
+        return api.find_runs(results=folder)
+    with tempfile.TemporaryDirectory(prefix="simflow-fidelity-") as store:
+        api.import_runs(*sorted(folder.glob("runs/*")), results=store)
+        return api.find_runs(results=store)
+
+
+def _keep(runs: list, into: Path) -> int:
+    """Copy each passed simulator and GPU run's result.json (and job.json; a simulator run's gpgpusim.config too),
+    and each sampled estimate's probe with its config, into `into`/runs/<id>/; runs kept already stay as they are."""
+    wanted = {}
+    for run in runs:
+        if run.status != "passed" or run.backend not in ("gpgpusim", "gpu", "gpu-ncu"):
+            continue
+        folder = Path(run.artifacts.get("run_dir", ""))
+        wanted[run.run_id] = (folder, ("result.json", "job.json", "gpgpusim.config"))
+        if probe := (run.estimate or {}).get("probe"):
+            wanted[probe] = (folder.parent / probe, ("result.json", "job.json", "gpgpusim.config"))
+    kept = 0
+    for run_id, (folder, names) in wanted.items():
+        target = into / "runs" / run_id
+        if target.is_dir() or not (folder / "result.json").is_file():
+            continue
+        partial = target.with_name(run_id + ".part")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        for name in names:
+            if (folder / name).is_file():
+                shutil.copy2(folder / name, partial / name)
+        partial.rename(target)  # whole or not at all
+        kept += 1
+    return kept
 
 
 if __name__ == "__main__":

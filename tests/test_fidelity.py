@@ -112,3 +112,43 @@ def test_one_config_name_with_two_sets_of_options_is_two_configs(tmp_path):
     assert models_gpu("H200 (options new11111)", "NVIDIA H200")
     table, _ = correlate(runs, ["gpu_sim_cycle"])
     assert list(table["n"]) == [1, 1]  # one job a config, never two configs' jobs correlated as one
+
+
+def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
+    """benchmarks/fidelity.py --keep copies each run's result.json (and a simulator run's gpgpusim.config, whose
+    clock the time error needs) into a folder with no store; read from there, on a machine without the stores, the
+    tables are the same."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from simflow.results.folders import keep_result, new_run_folder
+
+    store_dir = tmp_path / "store"
+    with Store(store_dir) as store:
+        for variant, ms in (("global", 0.005), ("shared", 0.006)):
+            sim = sim_record(store_dir, variant)
+            (Path(sim.artifacts["run_dir"]) / "gpgpusim.config").write_text(
+                "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n")
+            store.add(sim)
+            for record in (hw_record(variant, run_id=None), gpu_record(f"gpu-{variant}", variant, ms)):
+                record.environment.setdefault("gpu", "a GPU modelled by SM7_QV100 (test data)")
+                record.run_id, folder = new_run_folder(variant, store_dir)
+                record.artifacts = {"run_dir": str(folder)}
+                keep_result(record, folder)
+                store.add(record)
+    script = [sys.executable, str(ROOT / "benchmarks" / "fidelity.py")]
+    kept = tmp_path / "repo" / "runs-kept"
+    first = subprocess.run([*script, str(store_dir), "-o", str(tmp_path / "a.md"), "--keep", str(kept)],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "kept 6 runs" in first.stdout and len(list(kept.glob("runs/*/result.json"))) == 6
+    assert len(list(kept.glob("runs/*/gpgpusim.config"))) == 2
+    again = subprocess.run([*script, str(kept), "-o", str(tmp_path / "b.md")], capture_output=True, text=True,
+                           cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    tables = [(tmp_path / name).read_text().split("## Per config", 1)[1] for name in ("a.md", "b.md")]
+    assert tables[0] == tables[1] and "1132" in tables[1]  # the clock read from the kept config
+    rerun = subprocess.run([*script, str(store_dir), "--keep", str(kept)], capture_output=True, text=True)
+    assert "kept 0 runs" in rerun.stdout  # what is kept already stays as it is
