@@ -374,9 +374,3 @@ def _columns(problem: Problem, batch: int, pixels: int = 0) -> int:
         raise LimitError(f"output pixels per launch, {what} (32-bit GEMM column index)", f"{columns:,}",
                          f"{2**31 - 1:,}", "run a smaller batch (--batch) or split it")
     return columns
-
-
-def _refuse_stride(variant: str, problem: Problem, why: str) -> None:
-    if problem.stride != 1:
-        raise LimitError(f"stride of {variant} ({why})", str(problem.stride), "1",
-                         "use implicit_gemm, im2col_gemm, wmma, wmma_nhwc, global, constant or a shared variant")
