@@ -38,6 +38,8 @@ def main() -> int:
     parser.add_argument("results", nargs="+", help="results folders: the simulator's and the GPU's")
     parser.add_argument("-o", "--output", help="also write the tables here (markdown)")
     parser.add_argument("--keep", metavar="DIR", help="copy the runs used into DIR/runs/<id>/ (see above)")
+    parser.add_argument("--earlier", metavar="FILE.md", help="an earlier result file of this script whose runs are "
+                        "gone: its per-layer and per-job rows are added, config by config, in a last section")
     args = parser.parse_args()
     runs = [run for folder in args.results for run in _runs(Path(folder))]
     if args.keep:
@@ -53,6 +55,10 @@ def main() -> int:
             "(backend gpu-ncu), normalised as `simflow correlate` says.", ""]
     parts = [("Per config", found.summary), ("Per layer", found.layers), ("Per counter", found.counters),
              ("Per job", found.points)]
+    if args.earlier:
+        summary, layers = _with_earlier(Path(args.earlier), found, runs)
+        parts += [(f"Per config, with the layers of {args.earlier}", summary),
+                  (f"Per layer, with the layers of {args.earlier}", layers)]
     text = "\n".join(head) + "\n".join(f"\n## {title}\n\n{render(frame, 'markdown')}" for title, frame in parts)
     if args.output:
         Path(args.output).write_text(text + "\n")
@@ -62,6 +68,46 @@ def main() -> int:
     print()
     print(render(found.summary, "table"))
     return 0
+
+
+def _markdown_table(text: str, title: str):
+    """The table under `## title` of a result file of this script, as text columns."""
+    import pandas as pd
+
+    lines = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
+    return pd.DataFrame(rows[2:], columns=rows[0])
+
+
+def _with_earlier(path: Path, found, runs: list):
+    """Per config, this run's layers and those of an earlier result file (its runs gone, its rows the figures): the
+    layers, jobs, median per-layer Spearman and median |time error| over both; a layer in both is this run's. A config
+    is matched by name and options (this run's configs named with their options key where the earlier file has it)."""
+    import pandas as pd
+
+    keys = {run.config: run.config_key[:8] for run in runs if run.backend == "gpgpusim" and run.config_key}
+    label = {config: f"{config} (options {key})" for config, key in keys.items()}
+    text = path.read_text()
+    earlier_layers, earlier_jobs = _markdown_table(text, "Per layer"), _markdown_table(text, "Per job")
+    layers = found.layers.assign(config=found.layers["config"].replace(label))
+    jobs = found.points.assign(config=found.points["config"].replace(label))
+    if not set(layers["config"]) & set(earlier_layers["config"]):  # the earlier file names configs plainly
+        layers, jobs = found.layers, found.points
+    new = set(zip(layers["config"], layers["layer"], strict=True))
+    earlier_layers = earlier_layers[[(c, lay) not in new for c, lay in
+                                     zip(earlier_layers["config"], earlier_layers["layer"], strict=True)]]
+    earlier_jobs = earlier_jobs[[(c, lay) not in new for c, lay in
+                                 zip(earlier_jobs["config"], earlier_jobs["problem"], strict=True)]]
+    source = f"{path.parent.name}/{path.name}"
+    layers = pd.concat([earlier_layers.assign(source=source), layers.assign(source="this run")])
+    jobs = pd.concat([earlier_jobs, jobs])
+    for frame, column in ((layers, "spearman"), (jobs, "time_error_%")):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    summary = [{"config": config, "layers": len(group), "jobs": int((jobs["config"] == config).sum()),
+                "median_layer_spearman": round(group["spearman"].median(), 6) + 0.0,  # no -0
+                "median_abs_time_error_%": jobs.loc[jobs["config"] == config, "time_error_%"].abs().median()}
+               for config, group in layers.groupby("config", sort=True)]
+    return pd.DataFrame(summary), layers[["config", "layer", "variants", "spearman", "source"]]
 
 
 def _runs(folder: Path) -> list:

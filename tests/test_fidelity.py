@@ -152,3 +152,13 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     assert tables[0] == tables[1] and "1132" in tables[1]  # the clock read from the kept config
     rerun = subprocess.run([*script, str(store_dir), "--keep", str(kept)], capture_output=True, text=True)
     assert "kept 0 runs" in rerun.stdout  # what is kept already stays as it is
+    # an earlier result file whose runs are gone: its layers join this run's, a layer in both counted as this run's
+    earlier = (tmp_path / "a.md").read_text().replace("| batch3x3 |", "| vgg16-conv1_1 |")
+    (tmp_path / "earlier.md").write_text(earlier.replace("| 2 | 1 | 100 |", "| 2 | -1 | 0 |"))
+    both = subprocess.run([*script, str(kept), "-o", str(tmp_path / "c.md"), "--earlier",
+                           str(tmp_path / "earlier.md")], capture_output=True, text=True, cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    combined = (tmp_path / "c.md").read_text().split("## Per config, with the layers of", 1)[1]
+    assert "| SM7_QV100 | 2 | 4 | 0 |" in combined  # two layers (1 and -1), four jobs
+    assert "| SM7_QV100 | vgg16-conv1_1 | 2 | -1 | " in combined
+    assert "| SM7_QV100 | batch3x3 | 2 | 1 | this run |" in combined
