@@ -7,14 +7,10 @@ then
   python benchmarks/fidelity.py SIM .scratch/fidelity-gpu -o benchmarks/results/fidelity-....md \
       --keep benchmarks/results/fidelity-.../runs-kept
 
---keep copies the runs the tables come from (each run's result.json, and the config of a sampled estimate's probe,
-whose clock the time error uses: a few KB a run) into a folder of the repository, which this script reads again as a
-results folder on a machine that has neither store: a later session adds its runs to the same tables.
-
-prints (and writes as markdown) per config: the median per-layer Spearman of the variants' time ranks, the share
-of pairs ordered alike, the median absolute time error (simulated cycles over the simulated clock against the
-GPU's CUDA-event time), each counter's median ratio simulated / measured and its Spearman; per layer the pairs
-the two order differently; per job the figures themselves.
+--keep copies the runs the tables come from into a folder of the repository: each run's result.json and, of a
+simulator run's gpgpusim.config, only the clock option the time error reads (never the simulator's config): a few KB
+a run. This script reads such a folder again as a results folder on a machine that has neither store: a later
+session adds its runs to the same tables.
 """
 
 from __future__ import annotations
@@ -121,7 +117,7 @@ def _runs(folder: Path) -> list:
 
 
 def _keep(runs: list, into: Path) -> int:
-    """Copy each passed simulator and GPU run's result.json (and job.json; a simulator run's gpgpusim.config too),
+    """Copy each passed simulator and GPU run's result.json (and job.json; of a gpgpusim.config, its clock line),
     and each sampled estimate's probe with its config, into `into`/runs/<id>/; runs kept already stay as they are."""
     wanted = {}
     for run in runs:
@@ -140,7 +136,12 @@ def _keep(runs: list, into: Path) -> int:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         for name in names:
-            if (folder / name).is_file():
+            if name == "gpgpusim.config" and (folder / name).is_file():  # its clock, never the config itself
+                clocks = [line for line in (folder / name).read_text().splitlines()
+                          if line.startswith("-gpgpu_clock_domains")]
+                (partial / name).write_text("# kept by benchmarks/fidelity.py --keep: the one option the time error "
+                                            "reads, not the config\n" + "".join(f"{c}\n" for c in clocks[:1]))
+            elif (folder / name).is_file():
                 shutil.copy2(folder / name, partial / name)
         partial.rename(target)  # whole or not at all
         kept += 1

@@ -129,8 +129,8 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     with Store(store_dir) as store:
         for variant, ms in (("global", 0.005), ("shared", 0.006)):
             sim = sim_record(store_dir, variant)
-            (Path(sim.artifacts["run_dir"]) / "gpgpusim.config").write_text(
-                "-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n")
+            (Path(sim.artifacts["run_dir"]) / "gpgpusim.config").write_text(  # a config of several options
+                "-gpgpu_n_clusters 80\n-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0\n-gpgpu_shader_cta 32\n")
             store.add(sim)
             for record in (hw_record(variant, run_id=None), gpu_record(f"gpu-{variant}", variant, ms)):
                 record.environment.setdefault("gpu", "a GPU modelled by SM7_QV100 (test data)")
@@ -144,7 +144,9 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
                            capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "kept 6 runs" in first.stdout and len(list(kept.glob("runs/*/result.json"))) == 6
-    assert len(list(kept.glob("runs/*/gpgpusim.config"))) == 2
+    configs = list(kept.glob("runs/*/gpgpusim.config"))
+    assert len(configs) == 2  # the clock line alone: a simulator's config is never kept in a repository
+    assert all(c.read_text().splitlines()[1:] == ["-gpgpu_clock_domains 1132.0:1132.0:1132.0:850.0"] for c in configs)
     again = subprocess.run([*script, str(kept), "-o", str(tmp_path / "b.md")], capture_output=True, text=True,
                            cwd=tmp_path)
     assert again.returncode == 0, again.stderr
