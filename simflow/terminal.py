@@ -132,12 +132,13 @@ def result_rows(result) -> list[dict]:
 
 
 def metrics_table(result, names: tuple[str, ...] = ()) -> str:
-    """A run's metrics, a row per metric (`names`, in order, or every one), a column per kernel, then the unit
-    (and an estimate's bound)."""
+    """A run's metrics, a row per metric (`names`, in order, or every one): the run's value, a column per kernel,
+    the unit (and an estimate's bound). A narrow terminal leaves out kernels' columns before the value and unit."""
     rows = result.by_kernel(names)
     if result.sampled:
         rows = [{**row, "bound": result.bound(row["metric"])} for row in rows]
-    return table([{demangle(k): v for k, v in row.items()} for row in rows])  # every kernel fits, by its name
+    return table([{demangle(k): v for k, v in row.items()} for row in rows],  # every kernel fits, by its name
+                 priority=("value", "unit", "bound"))
 
 
 def show_text(run, every: bool = False) -> str:

@@ -115,10 +115,14 @@ def test_cli_run_json(gpu, capsys):
     assert out["run_id"] and out["metrics"]["job_wall_s"] > 0
 
 
-def test_each_launch_of_several_is_timed_alone(gpu, capsys):
+def test_each_launch_of_several_is_timed_alone(gpu, capsys, monkeypatch):
     """A variant of several kernels: each launch's own median as <kernel>.time_ms, shown per kernel in the time_ms
     row of `simflow run`; a single kernel's run has only the whole."""
+    from simflow import settings
     from simflow.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # every column: the machine's own $COLUMNS may be narrower
+    settings.reset()
 
     problem = get_problem("resnet50-1x1-512-1024-28-s2").with_batch(4)
     kernel = VARIANTS["mma_nhwc"].render(problem, {})

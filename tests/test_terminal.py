@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, simflow
-from runs import sim_record
+from runs import gpu_record, sim_record
 
 from simflow import settings, terminal
 from simflow.results.store import Store
@@ -43,6 +43,24 @@ def test_show_of_a_two_kernel_run_shows_every_kernel_at_80_columns(tmp_path):
     assert simflow("import-log", str(TWO), "-l", "problem=N4K4", env=env).returncode == 0
     shown = simflow("show", "problem=N4K4", env={**env, "COLUMNS": "80"})
     assert shown.returncode == 0 and "conv2d_global" in shown.stdout and "conv2d_shared" in shown.stdout
+
+
+def test_a_narrow_terminal_keeps_a_runs_value_and_unit_before_its_kernels(monkeypatch):
+    """A several-kernel GPU run records its kernels' registers before its time: the whole's column still comes
+    first, and a narrow terminal leaves out kernels' columns (named), never the value or its unit."""
+    result = gpu_record("20261130-000000-mma_nhwc-abcdef", "mma_nhwc", 0.025)
+    names = result.kernels
+    assert len(names) == 3
+    metrics = {f"{k}.registers": 40 for k in names} | result.metrics | {f"{k}.time_ms": 0.005 for k in names}
+    result.metrics.clear()
+    result.metrics.update(metrics)
+    result.units.update({f"{k}.time_ms": "ms" for k in names})
+    monkeypatch.setenv("COLUMNS", "60")
+    settings.reset()
+    text = terminal.metrics_table(result, ("time_ms", "registers"))
+    head, row = text.splitlines()[0].split(), text.splitlines()[2].split()
+    assert head[:2] == ["metric", "value"] and "unit" in head and row[:2] == ["time_ms", "0.025"] and "ms" in row
+    assert "left out to fit 60 characters" in text and names[-1] in text.split("left out")[1].replace("\n", " ")
 
 
 def test_columns_are_kept_by_priority_not_greedily():

@@ -187,6 +187,8 @@ class RunResult:
         groups = self.split_metrics()
         if not totals or (len(groups) > 1 and not groups.get("")):
             groups.pop("", None)
+        if "" in groups:  # the totals' column first, whichever metric was recorded first
+            groups = {"": groups.pop(""), **groups}
         order = list(names) or list(dict.fromkeys(n for values in groups.values() for n in values))
         alone = self.kernels[0] if len(groups) == 1 and len(self.kernels) == 1 else "value"
         rows = []
