@@ -587,6 +587,25 @@ def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid()
         render("wgmma_nhwc", layer, {"precision": "tf32", "split": 2, "stream_k": True})
 
 
+def test_implicit_gemm_async_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid():
+    """implicit_gemm_async stream_k: one persistent launch over all tiles' k steps, y zeroed first and the pieces
+    added into it; split-K with it refused by name, and the simulator refuses it by name (its host program starts
+    every block of the grid, so it would simulate split-K by every k step, not stream-K)."""
+    layer = get_problem("resnet50-1x1-512-2048-7")  # 13 x 16 tiles of 128 x 128, 512 / 16 = 32 k steps
+    stream = render("implicit_gemm_async", layer, {"bk": 16, "stream_k": True})
+    assert [launch.kernel[len("conv2d_implicit_gemm_async"):] for launch in stream.launches(32)] == ["_w", "_zero", ""]
+    gemm = stream.launches(32)[-1]
+    assert gemm.grid == (13 * 16 * 32, 1, 1) and gemm.persistent == 1 and gemm.args == ("x", "wt", "y", "batch")
+    assert "work * blockIdx.x / gridDim.x" in stream.source and "PER_SPLIT" not in stream.source
+    assert "if (m < M) atomicAdd(y + " in stream.source  # HW = 49: a column at a time
+    plain = render("implicit_gemm_async", layer, {"bk": 16})
+    assert plain.launches(32)[-1].grid == (13, 16, 1) and plain.launches(32)[-1].persistent == 0
+    assert "gridDim.x" not in plain.source and "atomicAdd" not in plain.source and not unsupported(plain.features)
+    assert "simulate split=2, 4 or 8 instead" in unsupported(stream.features)
+    with pytest.raises(LimitError, match="stream_k .*needs split=4, the limit is split=1"):
+        render("implicit_gemm_async", layer, {"split": 4, "stream_k": True})
+
+
 def test_persistent_wgmma_nhwc_runs_its_k_steps_on_across_tiles():
     """persistent: one launch over the tiles, marked so the launcher caps it at what the GPU holds; a block aims its
     copies at each tile as their first step is issued, so the next tile's copies fly while a tile's sums go out:

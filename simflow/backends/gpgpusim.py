@@ -78,6 +78,9 @@ REFUSALS = {
     "wgmma": lambda precision: ("GPGPU-Sim has no bf16 (tensor-core bf16 inputs are sm_80+); " if precision == "bf16"
                                 else "") + ("GPGPU-Sim runs sm_70 code (SM7_QV100), and wgmma exists on sm_90a only; "
                                             "simulate wmma_nhwc or wmma (WMMA, sm_70) for the tensor-core path"),
+    "stream_k": lambda _: ("stream_k starts as many blocks as the GPU holds at once, and the simulator's host program "
+                           "starts every block of a launch's grid (one a k step of a tile: split-K by every k step, "
+                           "not stream-K); simulate split=2, 4 or 8 instead"),
     "refused": lambda reason: reason,  # a user variant's own refusal for the simulator
 }
 

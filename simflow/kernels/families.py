@@ -217,10 +217,18 @@ class ImplicitGemmAsyncVariant(Variant, family="implicit_gemm_async"):
     multi-stage pipeline; weights reordered once
     (wt[k][m], a small kernel). split > 1 divides the k steps among blocks that add into y (layers with few
     output tiles and long k: the 7x7 and 14x14 ResNet layers). tile_m=256: 16 x 8 outputs a thread, one block an
-    SM, fewer shared-memory reads per FMA, for layers with many output channels (toycnn)."""
+    SM, fewer shared-memory reads per FMA, for layers with many output channels (toycnn). stream_k: as many
+    blocks as fit at once share the k steps of all tiles evenly (the 1x1 layers at 7x7, whose tiles fill 0.79 of a
+    wave)."""
 
     def check(self, problem: Problem, params: dict) -> None:
-        pass  # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        # 256 threads; the pipeline's dynamic shared memory is checked against the device at launch
+        if params["stream_k"] and params["split"] > 1:
+            raise LimitError(f"{self.name} stream_k (it shares out the k steps itself)", f"split={params['split']}",
+                             "split=1", "use stream_k with split=1, or split-K without stream_k")
+
+    def features(self, params: dict) -> tuple[str, ...]:
+        return super().features(params) + (("stream_k:",) if params["stream_k"] else ())
 
     @staticmethod
     def dims(problem: Problem, params: dict) -> tuple[int, int]:
@@ -245,9 +253,12 @@ class ImplicitGemmAsyncVariant(Variant, family="implicit_gemm_async"):
         smem = 4 * params["stages"] * params["bk"] * (params["tile_m"] + params["tile_n"])
         weights = Launch(kernel=f"{name}_w", grid=(math.ceil(cp * p.K * p.K * mp / 256), 1, 1),
                          block=(256, 1, 1), args=("w", "wt"))
-        gemm = Launch(kernel=name, grid=(math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]),
-                                         params["split"]),
-                      block=(256, 1, 1), dynamic_smem=smem, args=("x", "wt", "y", "batch"))
+        tiles = (math.ceil(columns / params["tile_n"]), math.ceil(p.M / params["tile_m"]))
+        gemm = Launch(kernel=name, grid=(*tiles, params["split"]), block=(256, 1, 1), dynamic_smem=smem,
+                      args=("x", "wt", "y", "batch"))
+        if params["stream_k"]:  # a block a k step of a tile at most; the launcher starts as many as fit at once
+            steps = p.K * p.K * cp // params["bk"]
+            gemm = dataclasses.replace(gemm, grid=(tiles[0] * tiles[1] * steps, 1, 1), persistent=1)
         return _split_k_launches([weights], gemm, kernel, batch)
 
 

@@ -259,7 +259,7 @@ class Variant:
 
     def features(self, params: dict) -> tuple[str, ...]:
         """What this rendering uses that a backend may lack, as 'name:value', the ones a backend is to name first
-        first: io:float16, streams:2, half2:, wmma:tf32, mma_sync:bf16, wgmma:tf32, refused:<a user variant's
+        first: io:float16, streams:2, half2:, wmma:tf32, mma_sync:bf16, wgmma:tf32, stream_k:, refused:<a user variant's
         reason>. Each backend refuses them by its own table (GPGPU-Sim's: simflow.backends.gpgpusim.REFUSALS), so
         no kernel knows any backend."""
         io, streams = params.get("io", "float32"), params.get("streams")
