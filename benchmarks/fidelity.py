@@ -39,7 +39,11 @@ def main() -> int:
     args = parser.parse_args()
     runs = [run for folder in args.results for run in _runs(Path(folder))]
     if args.keep:
-        print(f"kept {_keep(runs, Path(args.keep))} runs in {args.keep}")
+        kept, missing = _keep(runs, Path(args.keep), [Path(folder) for folder in args.results])
+        print(f"kept {kept} runs in {args.keep}")
+        if missing:
+            print(f"fidelity.py: warning: {len(missing)} run(s) not kept, their folders are not found: "
+                  f"{', '.join(missing)}", file=sys.stderr)
     found = fidelity(runs)
     sims = [r for r in runs if r.backend == "gpgpusim" and r.status == "passed"]
     gpus = sorted({r.environment.get("gpu", "") for r in runs if r.backend == "gpu"} - {""})
@@ -116,21 +120,28 @@ def _runs(folder: Path) -> list:
         return api.find_runs(results=store)
 
 
-def _keep(runs: list, into: Path) -> int:
+def _keep(runs: list, into: Path, roots: list[Path]) -> tuple[int, list[str]]:
     """Copy each passed simulator and GPU run's result.json (and job.json; of a gpgpusim.config, its clock line),
-    and each sampled estimate's probe with its config, into `into`/runs/<id>/; runs kept already stay as they are."""
+    and each sampled estimate's probe with its config, into `into`/runs/<id>/; runs kept already stay as they are.
+    A run's folder is where its record says, or runs/<id>/ of a results folder read (a store made on another
+    machine, such as the GPU's, names folders there). Returns the runs kept and those whose folder is nowhere."""
     wanted = {}
     for run in runs:
         if run.status != "passed" or run.backend not in ("gpgpusim", "gpu", "gpu-ncu"):
             continue
-        folder = Path(run.artifacts.get("run_dir", ""))
-        wanted[run.run_id] = (folder, ("result.json", "job.json", "gpgpusim.config"))
+        wanted[run.run_id] = Path(run.artifacts.get("run_dir", ""))
         if probe := (run.estimate or {}).get("probe"):
-            wanted[probe] = (folder.parent / probe, ("result.json", "job.json", "gpgpusim.config"))
-    kept = 0
-    for run_id, (folder, names) in wanted.items():
+            wanted[probe] = wanted[run.run_id].parent / probe
+    kept, missing = 0, []
+    names = ("result.json", "job.json", "gpgpusim.config")
+    for run_id, folder in wanted.items():
         target = into / "runs" / run_id
-        if target.is_dir() or not (folder / "result.json").is_file():
+        if target.is_dir():
+            continue
+        places = (folder, *(root / "runs" / run_id for root in roots))
+        folder = next((place for place in places if (place / "result.json").is_file()), None)
+        if folder is None:
+            missing.append(run_id)
             continue
         partial = target.with_name(run_id + ".part")
         shutil.rmtree(partial, ignore_errors=True)
@@ -145,7 +156,7 @@ def _keep(runs: list, into: Path) -> int:
                 shutil.copy2(folder / name, partial / name)
         partial.rename(target)  # whole or not at all
         kept += 1
-    return kept
+    return kept, missing
 
 
 if __name__ == "__main__":

@@ -118,6 +118,7 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     """benchmarks/fidelity.py --keep copies each run's result.json (and a simulator run's gpgpusim.config, whose
     clock the time error needs) into a folder with no store; read from there, on a machine without the stores, the
     tables are the same."""
+    import shutil
     import subprocess
     import sys
 
@@ -154,6 +155,16 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     assert tables[0] == tables[1] and "1132" in tables[1]  # the clock read from the kept config
     rerun = subprocess.run([*script, str(store_dir), "--keep", str(kept)], capture_output=True, text=True)
     assert "kept 0 runs" in rerun.stdout  # what is kept already stays as it is
+    # a store made on another machine (the GPU's, unpacked here): its records name folders that are not here, so each
+    # run is found under the folder read; a run whose folder is nowhere is named, not passed over in silence
+    moved = store_dir.rename(tmp_path / "unpacked")
+    gone = sorted(moved.glob("runs/*"))[-1]
+    shutil.rmtree(gone)
+    elsewhere = subprocess.run([*script, str(moved), "--keep", str(tmp_path / "kept2")], capture_output=True,
+                               text=True)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "kept 5 runs" in elsewhere.stdout and f"1 run(s) not kept, their folders are not found: {gone.name}" in (
+        elsewhere.stderr)
     # an earlier result file whose runs are gone: its layers join this run's, a layer in both counted as this run's
     earlier = (tmp_path / "a.md").read_text().replace("| batch3x3 |", "| vgg16-conv1_1 |")
     (tmp_path / "earlier.md").write_text(earlier.replace("| 2 | 1 | 100 |", "| 2 | -1 | 0 |"))
