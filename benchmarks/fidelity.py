@@ -39,7 +39,7 @@ def main() -> int:
     args = parser.parse_args()
     runs = [run for folder in args.results for run in _runs(Path(folder))]
     if args.keep:
-        kept, missing = _keep(runs, Path(args.keep), [Path(folder) for folder in args.results])
+        kept, missing = _keep(runs, Path(args.keep))
         print(f"kept {kept} runs in {args.keep}")
         if missing:
             print(f"fidelity.py: warning: {len(missing)} run(s) not kept, their folders are not found: "
@@ -120,11 +120,10 @@ def _runs(folder: Path) -> list:
         return api.find_runs(results=store)
 
 
-def _keep(runs: list, into: Path, roots: list[Path]) -> tuple[int, list[str]]:
+def _keep(runs: list, into: Path) -> tuple[int, list[str]]:
     """Copy each passed simulator and GPU run's result.json (and job.json; of a gpgpusim.config, its clock line),
     and each sampled estimate's probe with its config, into `into`/runs/<id>/; runs kept already stay as they are.
-    A run's folder is where its record says, or runs/<id>/ of a results folder read (a store made on another
-    machine, such as the GPU's, names folders there). Returns the runs kept and those whose folder is nowhere."""
+    Returns the runs kept and those whose folder is nowhere (named, never passed over in silence)."""
     wanted = {}
     for run in runs:
         if run.status != "passed" or run.backend not in ("gpgpusim", "gpu", "gpu-ncu"):
@@ -138,9 +137,7 @@ def _keep(runs: list, into: Path, roots: list[Path]) -> tuple[int, list[str]]:
         target = into / "runs" / run_id
         if target.is_dir():
             continue
-        places = (folder, *(root / "runs" / run_id for root in roots))
-        folder = next((place for place in places if (place / "result.json").is_file()), None)
-        if folder is None:
+        if not (folder / "result.json").is_file():
             missing.append(run_id)
             continue
         partial = target.with_name(run_id + ".part")

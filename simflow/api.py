@@ -295,19 +295,7 @@ def _importable(path: Path):
                         "was written, move it aside and import the folder again") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{path} is not a simflow result.json ({type(exc).__name__}: {exc})") from None
-    return (_moved(result, folder) if folder is not None else result), "stored"
-
-
-def _moved(result, folder: Path):
-    """A run folder imported from where it was not made (copied from another machine, or kept in a repository):
-    the files its record names inside the folder it was made in are now in this one, so `show`, `explain` and the
-    simulated clock find them here."""
-    made = result.artifacts.get("run_dir")
-    if not made or Path(made).resolve() == folder.resolve():
-        return result
-    result.artifacts = {kind: str(folder.resolve() / Path(where).relative_to(made))
-                        if Path(where).is_relative_to(made) else where for kind, where in result.artifacts.items()}
-    return result
+    return (result.moved_to(folder) if folder is not None else result), "stored"
 
 
 def variants() -> list[dict]:

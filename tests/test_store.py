@@ -305,3 +305,18 @@ def test_a_jobs_params_are_an_immutable_mapping_that_survives_json_and_pickle():
     assert pickle.loads(pickle.dumps(job)) == job
     assert Job.from_dict(json.loads(json.dumps(job.as_dict()))) == job
     assert params == dict(params) and params != {**params, "tile": 16}
+
+
+def test_a_results_folder_moved_here_names_its_runs_files_where_they_are_now(tmp_path):
+    """A results folder made elsewhere (a GPU machine's, unpacked here): its records name run folders that are not
+    here, so each run's files are read from runs/<id> of the folder now holding them; a run folder that is still
+    where its record says is left as it is."""
+    made = tmp_path / "made"
+    with Store(made) as store:
+        store.add(sim_record(made, "global"))
+    moved = made.rename(tmp_path / "unpacked")
+    with Store(moved, read_only=True) as store:
+        (run,) = store.runs()
+    assert run.artifacts["run_dir"] == str((moved / "runs" / run.id).resolve())
+    assert all(str(moved.resolve()) in where for kind, where in run.artifacts.items() if kind != "run_dir")
+    assert (moved / "runs" / run.id / "sim.log.gz").is_file() and str(moved.resolve()) in run.artifacts["log"]

@@ -12,6 +12,7 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from ..job import Job
 from ..kernels.problems import Problem
@@ -132,6 +133,17 @@ class RunResult:
                       reason=f"running since {utc_timestamp()} (process {owner()})",
                       kernels=list(kernel.kernel_names), run_id=run_id, artifacts=dict(artifacts),
                       environment={"owner": owner(), "deadline": deadline})
+
+    def moved_to(self, folder: Path) -> RunResult:
+        """This run with its files in `folder`, where its record names them in the run folder it was made in (a run
+        folder, or a whole results folder, copied from another machine or kept in a repository): `show`, `explain`,
+        the simulated clock and the fidelity tables then find them here."""
+        made = self.artifacts.get("run_dir")
+        if not made or Path(made).resolve() == folder.resolve():
+            return self
+        self.artifacts = {kind: str(folder.resolve() / Path(where).relative_to(made))
+                          if Path(where).is_relative_to(made) else where for kind, where in self.artifacts.items()}
+        return self
 
     def settled(self) -> RunResult:
         """A running record whose process has ended without finishing it (`kill -9`, a lost machine) reads as

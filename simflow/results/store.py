@@ -374,6 +374,10 @@ class Store:
                     found[run_id].artifacts[kind] = path
         except sqlite3.Error as exc:
             raise self._error(exc, "read runs") from None
+        for run in found.values():  # a results folder moved here from elsewhere: its runs' files are in it
+            made, here = run.artifacts.get("run_dir"), self.root / "runs" / run.id
+            if made and not Path(made).is_dir() and here.is_dir():
+                run.moved_to(here)
         if where:
             return list(found.values())
         return sorted([*found.values(), *self.unfinished(set(found))], key=lambda r: (r.created, r.id))
