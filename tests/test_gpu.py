@@ -439,6 +439,28 @@ def test_wgmma_nchw_matches_reference(gpu, params, problem):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+RAGGED_K_SHAPES = [Problem(B=3, C=200, M=104, H=12, W=12, K=1, name="1x1-c200-m104"),  # 8 channels in the last step
+                   Problem(B=2, C=72, M=40, H=16, W=16, K=1, name="1x1-c72-m40"),
+                   Problem(B=2, C=1000, M=72, H=8, W=8, K=1, name="1x1-c1000-m72")]  # 16 steps: weights rotate
+RAGGED_K_CONFIGS = [{"io": "float16"}, {"io": "float16", "tile_n": 64, "stages": 6, "persistent": True},
+                    {"io": "bfloat16", "precision": "bf16", "tile_n": 192}, {"precision": "tf32"},
+                    {"precision": "tf32", "tile_m": 64, "tile_n": 64, "persistent": True},
+                    {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}]
+
+
+@pytest.mark.parametrize("problem", RAGGED_K_SHAPES, ids=[p.name for p in RAGGED_K_SHAPES])
+@pytest.mark.parametrize("params", RAGGED_K_CONFIGS,
+                         ids=["-".join(f"{k}={v}" for k, v in p.items()) for p in RAGGED_K_CONFIGS])
+def test_wgmma_nchw_reads_ragged_weights_in_place(gpu, params, problem):
+    """C no multiple of a k step: w read where it lies, the weight copies past C zero-filled (no _w launch), with
+    the weights rotating through the stages or kept stationary."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    assert len(kernel.launches(problem.B)) == 1
+    result = run(gpu, kernel, problem.B, seed=14, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 SINGLE_PIXEL_SHAPES = [Problem(B=3, C=64, M=72, H=7, W=7, K=1, name="1x1-hw49"),
                        Problem(B=2, C=48, M=40, H=13, W=13, K=1, stride=2, name="1x1-stride2-hw49")]
 SINGLE_PIXEL_CONFIGS = [{"precision": "tf32"}, {"precision": "tf32", "tile_m": 256, "stages": 3}, {},

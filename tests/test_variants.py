@@ -690,15 +690,34 @@ def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
     assert "src[q / WOUT * STRIDE * W + q % WOUT * STRIDE]" in half.source
     assert "if (m >= M || n >= ncols || q >= HW) continue;" in half.source
     assert "__stwb(reinterpret_cast<uint2*>(dst)" in half.source  # 196 % 8 == 4: 4 half pixels a store
-    odd = render("wgmma_nchw", get_problem(None, shape="2,48,64,13,13,1,0,2"), {"precision": "tf32", "gather": True})
-    weights, gather, gemm = odd.launches(2)  # C = 48, padded to 64: w copied, then the gather
+    odd = render("wgmma_nchw", get_problem(None, shape="2,50,64,13,13,1,0,2"), {"precision": "tf32", "gather": True})
+    weights, gather, gemm = odd.launches(2)  # C = 50, rows of 200 bytes: w copied (padded to 64), then the gather
     assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("xg", "wh", "y", "batch")
-    assert odd.workspace(2)["xg"] == 2 * 48 * 52 and "copy16(dst + x_dst" in odd.source  # 49 -> 52 floats
+    assert odd.workspace(2)["xg"] == 2 * 50 * 52 and "copy16(dst + x_dst" in odd.source  # 49 -> 52 floats
     assert "*dst = out_tile[r * LDT + c];" in odd.source  # 49 % 4 != 0: a float a store
     with pytest.raises(LimitError, match=r"B x 52 \(the gathered pixels of an image\)"):  # the padded pixels count
         odd.launches(2**31 // 52 + 1)
     with pytest.raises(LimitError, match="gather=true in wgmma_nchw .*stride=1, H\\*W=784.*use gather=false"):
         render("wgmma_nchw", get_problem("resnet50-1x1-512-256-28"), {"io": "float16", "gather": True})
+
+
+def test_wgmma_nchw_reads_weights_in_place_past_a_ragged_last_k_step():
+    """A 1x1 layer whose C is no multiple of a k step (64 half, 32 TF32) but keeps w's rows 16 bytes aligned: w is
+    read where it lies, a row C long, and the 16-byte copies past C are zero-filled (no _w launch, no wh); a row
+    that is not 16 bytes aligned (C = 202 half, 201 float) is still copied and padded."""
+    for shape, params in (("32,200,104,28,28,1,0", {"io": "float16"}), ("32,200,104,28,28,1,0", {"precision": "tf32"}),
+                          ("32,72,40,56,56,1,0", {"io": "bfloat16", "precision": "bf16"}),
+                          ("32,72,40,56,56,1,0", {"io": "float16", "tile_n": 64, "persistent": True})):
+        kernel = render("wgmma_nchw", get_problem(None, shape=shape), params)
+        (gemm,) = kernel.launches(32)
+        assert gemm.args == ("x", "w", "y", "batch") and kernel.workspace(32) == {}, (shape, params)
+        assert "constexpr int WLD = C;" in kernel.source and "copies past C are zero-filled" in kernel.source
+        assert "const bool in_k = WLD == CP || k * BK + part * W_CHUNK < C;" in kernel.source
+    for shape, params in (("2,202,40,8,8,1,0", {"io": "float16"}), ("2,201,40,8,8,1,0", {"precision": "tf32"})):
+        kernel = render("wgmma_nchw", get_problem(None, shape=shape), params)
+        weights, gemm = kernel.launches(2)
+        assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args[1] == "wh"
+        assert "constexpr int WLD = CP;" in kernel.source
 
 
 def test_wgmma_nchw_split_k_adds_float_sums_into_y():
@@ -757,7 +776,7 @@ def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     assert "tf32_bits(r0[0])" in tf32.source and "constexpr int LDX = BP + 8;" in tf32.source
     (gemm,) = tf32.launches(2)  # float w read in place, truncated to TF32 by the tensor cores
     assert gemm.args == ("x", "w", "y", "batch") and tf32.workspace(2) == {}
-    weights, gemm = render("wgmma_nchw", Problem(B=1, C=1000, M=40, H=8, W=8, K=1),  # C padded to 1024: copied
+    weights, gemm = render("wgmma_nchw", Problem(B=1, C=1002, M=40, H=8, W=8, K=1),  # rows of 4008 bytes: copied
                            {"precision": "tf32"}).launches(2)
     assert weights.kernel == "conv2d_wgmma_nchw_w" and gemm.args == ("x", "wh", "y", "batch")
     ragged = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"), {"io": "float16"})  # 196 % 8 == 4

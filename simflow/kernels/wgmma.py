@@ -283,7 +283,10 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
         return (pipeline + out_tile if params["persistent"] else max(pipeline, out_tile)) + 1024
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
-        return _weights_in_place(problem, params, _round_up(problem.C, self.step_k(params)))
+        """As the other tensor-core variants, and also where C is no multiple of a k step but w's rows stay 16 bytes
+        aligned (C a multiple of 8 half or 4 float): the kernel's 16-byte weight copies past C are zero-filled, so
+        layers such as 1x1 200->104 and 72->40 need no `_w` launch to pad them (a launch of a 10-15 us layer)."""
+        return _weights_in_place(problem, params, problem.C) and problem.C % (self.step_k(params) // 8) == 0
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
         return {**self.layout(problem, params), "w_in_place": self.weights_in_place(problem, params),
