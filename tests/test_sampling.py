@@ -877,3 +877,29 @@ def test_a_family_whose_waves_drift_widens_its_cycle_rate_floor():
     assert est["gpu_sim_cycle"].bound == pytest.approx(0.10 * 250 * (400 - 12) + TAIL_WAVES * 1000)
     assert render("regtile", get_problem("batch3x3")).family.SAMPLE_DRIFT == 0.10  # a class fact, not a field
     assert render("global", get_problem("batch3x3")).family.SAMPLE_DRIFT is None  # RATE_FLOOR
+
+
+def test_an_interrupted_probe_phase_starts_no_samples_and_says_so(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM while a sampled sweep runs its probes: its workers keep their runs as interrupted and the
+    sweep stops there (no sample is started after it), every layer's outcome says it was interrupted, and
+    `simflow sim --sample` takes the command's Ctrl-C path (exit 130) rather than reporting a failure."""
+    from simflow.run import sampled
+    from simflow.run.sweep import SweepReport
+    from simflow.sim.sampling import SampleSpec
+
+    phases = []
+
+    def interrupted_sweep(sweep, store, **_):
+        phases.append(sweep.name)
+        return SweepReport(sweep.name, len(sweep.jobs), 0, interrupted=True)
+
+    monkeypatch.setattr(sampled, "run_sweep", interrupted_sweep)
+    jobs = [Job.make(variant, {}, FMNIST.with_batch(1000), "gpgpusim", config="SM7_QV100")
+            for variant in ("global", "shared")]
+    with Store(tmp_path) as store:
+        outcomes = sampled.run_sampled(jobs, store, SampleSpec.parse("1,2,3"), quiet=True)
+    assert len(phases) == 1 and "probes" in phases[0]
+    assert [(o.interrupted, o.result) for o in outcomes] == [(True, None), (True, None)]
+    assert all("interrupted during the probes" in o.error for o in outcomes)
+    with pytest.raises(KeyboardInterrupt):
+        sampled.sampled_run(jobs[0], SampleSpec.parse("1,2,3"), tmp_path, workers=1, progress=None)

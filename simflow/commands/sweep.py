@@ -46,6 +46,10 @@ def cmd_sweep(args) -> int:
     if done.sampled is not None:
         data, text = terminal.sampled_sweep(done.sweep, done.sampled, done.wall_s)
         _out(args, data, data["estimates"], text)
+        if any(o.interrupted for o in done.sampled):
+            print("simflow: sweep interrupted; the runs in flight are stored as 'interrupted', the estimates made are "
+                  "stored; run the sweep again to resume", file=sys.stderr)
+            return 130
         return 0 if all(o.result for o in done.sampled) else 2
     report = done.report
     _out(args, report.as_dict(), terminal.sweep_rows(report), terminal.sweep_text(report))

@@ -32,6 +32,7 @@ class SampledOutcome:
     result: RunResult | None = None
     error: str = ""
     cached: bool = False  # the estimate was stored already (same kernel, problem, config and spec)
+    interrupted: bool = False  # Ctrl-C or SIGTERM stopped the sweep before this layer's estimate
 
 
 def stored_run(store, job: Job):
@@ -82,12 +83,17 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     probes = list(dict.fromkeys(first_of.values()))
     bar = Progress(total=len(probes) + 3 * len(parts), workers=workers or os.cpu_count() or 1, quiet=quiet)
 
-    def sweep(part: str, part_jobs: list[Job]) -> None:  # each part's jobs on the one bar
-        if part_jobs:
-            run_sweep(Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers,
-                      executor=executor, scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar)
+    def sweep(part: str, part_jobs: list[Job]) -> bool:  # each part's jobs on the one bar; True: interrupted
+        return bool(part_jobs) and run_sweep(
+            Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers, executor=executor,
+            scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar).interrupted
 
-    sweep("probes (1 image or its first CTAs each)", probes)
+    if sweep("probes (1 image or its first CTAs each)", probes):  # stopped: no samples are started after it
+        bar.finish()
+        for job in todo:
+            outcomes[job].interrupted = True
+            outcomes[job].error = "interrupted during the probes; the runs done are stored: run it again to resume"
+        return [outcomes[job] for job in jobs]
     plans, errors, notes = {}, {}, {}
     for part in parts:
         probe = stored_run(store, first_of[part])
@@ -111,7 +117,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
     bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
     specs = ", ".join(sorted({str(spec_of[part]) for part in plans}))
-    sweep(f"samples ({specs})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+    interrupted = sweep(f"samples ({specs})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
     bar.finish()
     for job in todo:
         done = []
@@ -122,8 +128,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             probe, plan, runs_of = plans[part]
             runs = [stored_run(store, sample) for sample in runs_of]
             bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
-            if bad:
+            if bad:  # a layer whose samples all ended before an interruption still gets its estimate
                 outcomes[job].error = _failed(bad[0], bad[1], "sample")
+                outcomes[job].interrupted = interrupted
                 break
             done.append((part, probe, runs, plan))
         else:
@@ -147,6 +154,8 @@ def sampled_run(job: Job, spec: SampleSpec, results: Path, workers: int | None, 
         progress(f"sampling {job.describe()}: a probe, then three samples of {spec.for_kernel(job.kernel())} ...")
     with Store(results) as kept:
         (outcome,) = run_sampled([job], kept, spec, workers=workers, quiet=progress is None)
+    if outcome.interrupted:
+        raise KeyboardInterrupt  # the command's own path: exit 130, the runs done kept
     if outcome.result is None:
         raise UserError(f"no estimate for {job.describe()}: {outcome.error}")
     return outcome.result
