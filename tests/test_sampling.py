@@ -903,3 +903,37 @@ def test_an_interrupted_probe_phase_starts_no_samples_and_says_so(tmp_path, monk
     assert all("interrupted during the probes" in o.error for o in outcomes)
     with pytest.raises(KeyboardInterrupt):
         sampled.sampled_run(jobs[0], SampleSpec.parse("1,2,3"), tmp_path, workers=1, progress=None)
+
+
+def test_a_layers_samples_start_as_its_own_probe_ends_in_one_sweep(tmp_path, monkeypatch):
+    """One sweep runs the probes, and hears of each probe's end (`then`): that layer's samples, planned from it, the
+    longest first, are fed to the same sweep, so a slow probe holds up only its own layer (a 35-minute probe once
+    held a core idle while every other layer's samples waited). A failed probe feeds nothing and is its layer's
+    error; two layers that share a probe are both planned from it."""
+    from simflow.run import sampled
+    from simflow.run.sweep import SweepReport
+    from simflow.sim.sampling import SampleSpec
+
+    shared = dataclasses.replace(JOB, variant="shared", params=Params(render("shared", PROBLEM).params))
+    layers = [JOB, dataclasses.replace(JOB, problem=PROBLEM.with_batch(800)), shared]
+    failed = _run(1, "failed")
+    failed.status, failed.reason = "failed", "the simulator crashed"
+    stored = {probe_job(JOB, tmp_path): _run(1, "probe"), probe_job(shared, tmp_path): failed}
+    sweeps, fed = [], {}
+
+    def one_sweep(sweep, store, then=None, **_):
+        sweeps.append(sweep)
+        for probe in sweep.jobs:
+            fed[probe] = then(probe)
+        return SweepReport(sweep.name, len(sweep.jobs), 0)
+
+    monkeypatch.setattr(sampled, "run_sweep", one_sweep)
+    monkeypatch.setattr(sampled, "stored_run", lambda store, job: stored.get(job))
+    with Store(tmp_path) as store:
+        outcomes = sampled.run_sampled(layers, store, SampleSpec.parse("1,2,3"), quiet=True)
+    assert len(sweeps) == 1 and set(sweeps[0].jobs) == set(stored) and "then each layer's samples" in sweeps[0].name
+    samples = fed[probe_job(JOB, tmp_path)]
+    assert [job.problem.B for job in samples] == [48, 48, 32, 32, 16, 16]  # each layer's, the longest first
+    assert fed[probe_job(shared, tmp_path)] == []
+    assert "its probe" in outcomes[2].error and "the simulator crashed" in outcomes[2].error
+    assert all("its sample" in o.error and not o.interrupted for o in outcomes[:2])  # none ran here

@@ -1,6 +1,7 @@
 """Sweep files (checked before anything runs), expansion, the cache, local and Dask executors, and
 (marked gpgpusim) a real sweep resumed after kill -9."""
 
+import dataclasses
 import json
 import os
 import re
@@ -127,6 +128,64 @@ def test_executors_record_every_outcome_and_resume(tmp_path, monkeypatch, execut
         again = run_sweep(sweep, store, workers=2, executor=executor, quiet=True)
         assert sorted(again.cached) == sorted(report.stored) and again.stored == []  # nothing run twice
         assert len(store.ids()) == 2
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_jobs_a_job_feeds_as_it_ends_run_in_the_same_sweep_once_each(tmp_path, monkeypatch, executor):
+    """`then`: what may start once a job has ended (a sampled simulation's samples after their probe) is planned
+    against the store and run in the same sweep, each job once however often it is fed; a job the store answers
+    feeds its own at once."""
+    if executor == "dask":
+        pytest.importorskip("distributed")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-docker-here"))  # every global job fails fast, as an error
+    sweep = load_sweep(write(tmp_path, MIXED))
+    first = next(j for j in sweep.jobs if j.variant == "global")
+    later = [dataclasses.replace(first, problem=first.problem.with_batch(b)) for b in (2, 3)]
+    fed, ended = {first: later + [first], later[0]: [later[1]]}, []
+
+    def then(job):
+        ended.append(job)
+        return fed.get(job, [])
+
+    with Store(tmp_path) as store:
+        report = run_sweep(sweep, store, workers=2, executor=executor, quiet=True, then=then)
+        assert len(report.errors) == 3 and {j.problem.B for j in ended if j.variant == "global"} == {1, 2, 3}
+        assert len(ended) == 2 + 3 and len(report.failed) == 2  # the refusals too; each job ran once
+        ended.clear()
+        again = run_sweep(sweep, store, workers=2, executor=executor, quiet=True, then=then)
+        assert len(again.cached) == 2 and len(again.errors) == 3 and len(ended) == 5
+
+
+def test_no_fed_job_starts_after_an_interruption(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM while a sweep runs: the runs in flight are recorded, and what any job fed is not started (a
+    sampled simulation starts no sample after its probes were stopped)."""
+    from simflow.run import sweep as sweep_module
+    from simflow.run.jobs import JobOutcome
+
+    started = []
+
+    def interrupted_after_one(feed, *_):  # the local executor's shape: one job ends, then Ctrl-C with one in flight
+        queue = feed.queues[False]
+        started.extend([queue.popleft(), queue.popleft()])
+        yield JobOutcome(started[0], error="ended")
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            yield JobOutcome(started[1], error="interrupted")
+            raise
+
+    monkeypatch.setattr(sweep_module, "_local", interrupted_after_one)
+    sweep = load_sweep(write(tmp_path, GRID))
+    fed = []
+
+    def then(job):
+        fed.append(dataclasses.replace(job, problem=job.problem.with_batch(7)))
+        return fed[-1:]
+
+    with Store(tmp_path) as store:
+        report = run_sweep(sweep, store, workers=2, quiet=True, then=then)
+    assert report.interrupted and [why for _, why in report.errors] == ["ended", "interrupted"]
+    assert fed and not set(fed) & set(started) and len(started) == 2
 
 
 def test_cli_dry_run_and_json(tmp_path):

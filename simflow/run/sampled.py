@@ -1,6 +1,7 @@
-"""Sampled simulation's orchestration: a layer's probe, then its samples, each set run as a sweep (parallel, cached,
-local or on a cluster), and the estimate made and stored. What a sample is (spec, probe, plan, cut GPU) is
-simflow.sim.sampling's; the estimate's maths (fit, bounds, launches added up) simflow.sim.estimate's.
+"""Sampled simulation's orchestration: a layer's probe, then its samples as soon as the probe has ended, all in
+one sweep (parallel, cached, local or on a cluster), and the estimate made and stored. What a sample is (spec,
+probe, plan, cut GPU) is simflow.sim.sampling's; the estimate's maths (fit, bounds, launches added up)
+simflow.sim.estimate's.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def _failed(run, job: Job, what: str) -> str:
 def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sampled", workers: int | None = None,
                 executor: str = "local", scheduler: str | None = None, dask: dict | None = None,
                 retry_failed: bool = False, quiet: bool = False) -> list[SampledOutcome]:
-    """Sampled simulations of the jobs' layers: their probes, then all their samples, each set run as a
-    sweep (parallel, cached, on local workers, Dask or Slurm); every estimate is stored."""
+    """Sampled simulations of the jobs' layers, run as one sweep (parallel, cached, on local workers, Dask or
+    Slurm): the probes, and a layer's samples as soon as its probe has ended; every estimate is stored."""
     started = time.monotonic()
     outcomes = {job: SampledOutcome(job) for job in jobs}
     todo, spec_of = [], {}  # spec_of: each job's spec, the waves its variant samples by default filled in
@@ -81,49 +82,54 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     spec_of |= {part: spec_of[job] for job in todo for part in parts_of[job]}  # a variant's launches: its waves
     first_of = {part: probe_job(part, store.root) for part in parts}  # a fixed launch's: its whole run
     probes = list(dict.fromkeys(first_of.values()))
-    bar = Progress(total=len(probes) + 3 * len(parts), workers=workers or os.cpu_count() or 1, quiet=quiet)
-
-    def sweep(part: str, part_jobs: list[Job]) -> bool:  # each part's jobs on the one bar; True: interrupted
-        return bool(part_jobs) and run_sweep(
-            Sweep(f"{name}: {part}", part_jobs, dask=dict(dask or {})), store, workers=workers, executor=executor,
-            scheduler=scheduler, retry_failed=retry_failed, quiet=quiet, progress=bar).interrupted
-
-    if sweep("probes (1 image or its first CTAs each)", probes):  # stopped: no samples are started after it
-        bar.finish()
-        for job in todo:
-            outcomes[job].interrupted = True
-            outcomes[job].error = "interrupted during the probes; the runs done are stored: run it again to resume"
-        return [outcomes[job] for job in jobs]
+    parts_after = {probe: [part for part in parts if first_of[part] == probe] for probe in probes}
+    bar = Progress(total=len(probes), workers=workers or os.cpu_count() or 1, quiet=quiet)  # grows by the samples
     plans, errors, notes = {}, {}, {}
-    for part in parts:
-        probe = stored_run(store, first_of[part])
-        if not completed(probe):
-            errors[part] = _failed(probe, first_of[part], "probe")
-        elif fixed(part):
-            plans[part] = (probe, None, [])
-        else:
-            try:
-                plan = plan_samples(probe, spec_of[part], part.kernel(), part.problem.B)
-                plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
-            except UserError as exc:
-                errors[part] = str(exc)
-                continue
-            share = sum(plan.sizes(part.kernel(), part.problem.B)) / part.problem.B
-            if share > SAMPLES_MOST:
-                notes[part] = (f"the samples are {share:.0%} of the layer's images: sampling saves little here; "
-                               f"simulating it whole (without --sample) costs about {1 / share:.2g}x the samples")
-                if not quiet:
-                    print(f"simflow: note: {part.describe()}: {notes[part]}", file=sys.stderr, flush=True)
-    samples = {sample for _, _, runs_of in plans.values() for sample in runs_of}
-    bar.grow(len(samples) - (bar.total - bar.done))  # now known: what is left is the samples
-    specs = ", ".join(sorted({str(spec_of[part]) for part in plans}))
-    interrupted = sweep(f"samples ({specs})", sorted(samples, key=lambda j: -j.problem.B))  # the longest first
+
+    def samples_after(probe_of: Job) -> list[Job]:
+        """A probe has ended: its parts' samples (planned from it), the longest first."""
+        samples = []
+        for part in parts_after.get(probe_of, []):
+            probe = stored_run(store, probe_of)
+            if not completed(probe):
+                errors[part] = _failed(probe, probe_of, "probe")
+            elif fixed(part):
+                plans[part] = (probe, None, [])
+            else:
+                try:
+                    plan = plan_samples(probe, spec_of[part], part.kernel(), part.problem.B)
+                    plans[part] = (probe, plan, sample_jobs(part, plan, probe, store.root))
+                except UserError as exc:
+                    errors[part] = str(exc)
+                    continue
+                samples += plans[part][2]
+                share = sum(plan.sizes(part.kernel(), part.problem.B)) / part.problem.B
+                if share > SAMPLES_MOST:
+                    notes[part] = (f"the samples are {share:.0%} of the layer's images: sampling saves little here; "
+                                   f"simulating it whole (without --sample) costs about {1 / share:.2g}x the samples")
+                    if not quiet:
+                        print(f"simflow: note: {part.describe()}: {notes[part]}", file=sys.stderr, flush=True)
+        return sorted(samples, key=lambda j: -j.problem.B)
+
+    # One sweep: the probes, and each layer's samples as soon as its own probe has ended (a slow probe holds up
+    # only its own layer), on local workers, Dask or Slurm alike.
+    specs = ", ".join(sorted({str(spec_of[part]) for part in parts}))
+    interrupted = bool(probes) and run_sweep(
+        Sweep(f"{name}: probes (1 image or its first CTAs each), then each layer's samples ({specs})", probes,
+              dask=dict(dask or {})), store, workers=workers, executor=executor, scheduler=scheduler,
+        retry_failed=retry_failed, quiet=quiet, progress=bar, then=samples_after).interrupted
     bar.finish()
     for job in todo:
         done = []
         for part in parts_of[job]:
             if part in errors:
                 outcomes[job].error = errors[part]
+                break
+            if part not in plans:  # its probe had not ended when the sweep was stopped: no sample was started
+                outcomes[job].interrupted = interrupted
+                outcomes[job].error = (
+                    "interrupted during the probes; the runs done are stored: run it again to resume" if interrupted
+                    else f"its probe ({first_of[part].describe()}) never ended")
                 break
             probe, plan, runs_of = plans[part]
             runs = [stored_run(store, sample) for sample in runs_of]

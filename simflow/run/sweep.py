@@ -3,19 +3,20 @@
 A job whose run is already stored (same rendered source, problem, backend and config) is not run
 again, so an interrupted sweep resumes. Runs go to local worker processes or to Dask (a scheduler
 address, or Slurm/PBS through dask-jobqueue); every record is written by this process, as each run
-comes back. A sampled simulation runs its probes and samples as sweeps (simflow.run.sampled).
+comes back. A job may feed others as it ends (`then`): a sampled simulation's samples start as soon as their
+probe has ended, while other probes still run (simflow.run.sampled).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,14 +128,14 @@ class Plan:
     todo: list[Job]  # to run
     cached: list[str]  # stored runs that answer jobs already
     refused: list[tuple[Job, str]]  # jobs whose kernel cannot be rendered for their problem, and why
+    answered: list[Job] = field(default_factory=list)  # the jobs `cached` answers, in its order
 
 
-def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
+def plan_jobs(jobs: list[Job], store: Store, retry_failed: bool = False) -> Plan:
     """The jobs still to run, the stored runs that already answer others (the cache), and the jobs a
-    variant refuses when it renders (e.g. WMMA on 4 output channels): those are skipped and named,
-    unless the whole sweep can run nothing."""
+    variant refuses when it renders (e.g. WMMA on 4 output channels)."""
     result = Plan([], [], [])
-    for job in sweep.jobs:
+    for job in jobs:
         try:
             fingerprint = job.kernel().fingerprint()
         except UserError as exc:  # the variant refuses this layer (a hardware limit, a user variant's [[refuse]])
@@ -143,52 +144,103 @@ def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
         run_id = store.cached(fingerprint, job.problem, job.backend, job.config_key, failed_too=not retry_failed)
         if run_id:
             result.cached.append(run_id)
+            result.answered.append(job)
         else:
             result.todo.append(job)
+    return result
+
+
+def plan(sweep: Sweep, store: Store, retry_failed: bool = False) -> Plan:
+    """A sweep file's plan (plan_jobs): refused jobs are skipped and named, unless the whole sweep can run
+    nothing."""
+    result = plan_jobs(sweep.jobs, store, retry_failed)
     if result.refused and len(result.refused) == len(sweep.jobs):
         raise UserError(f"every job of {sweep.path} is refused; the first, {sweep.where(result.refused[0][0])} "
                         f"({result.refused[0][0].describe()}): {result.refused[0][1]}")
     return result
 
 
+class _Feed:
+    """The jobs a sweep still has to start, in order, one queue a lane (serial: the GPU's, one at a time), each job
+    once: a sweep's own, then those its `then` adds as others end (a sampled simulation's samples after their
+    probe)."""
+
+    def __init__(self):
+        self.queues: dict[bool, deque[Job]] = {False: deque(), True: deque()}
+        self.seen: set[Job] = set()
+
+    def new(self, jobs) -> list[Job]:
+        """The jobs not seen before, now seen."""
+        new = [job for job in dict.fromkeys(jobs) if job not in self.seen]
+        self.seen.update(new)
+        return new
+
+    def put(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.queues[bool(backend_class(job.backend).serial)].append(job)
+
+    def __bool__(self) -> bool:
+        return any(self.queues.values())
+
+
 def run_sweep(sweep: Sweep, store: Store, *, workers: int | None = None, executor: str = "local",
               scheduler: str | None = None, retry_failed: bool = False, quiet: bool = False,
-              progress: Progress | None = None) -> SweepReport:
+              progress: Progress | None = None, then: Callable[[Job], list[Job]] | None = None) -> SweepReport:
     """Run the sweep's jobs the store does not answer yet; `progress`: a bar shared with other sweeps (a sampled
-    simulation's), else one of its own."""
+    simulation's), else one of its own. `then(job)`: jobs that may start once `job` has ended (run, failed, refused
+    or answered by the store), run in this same sweep as workers come free (a sampled simulation's samples once
+    their probe ended); never after an interruption."""
     if executor not in EXECUTORS:
         raise UserError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
     started = time.monotonic()
     report = SweepReport(sweep.name, len(sweep.jobs), sweep.duplicates)
     planned = plan(sweep, store, retry_failed)
-    todo, report.cached = planned.todo, planned.cached
-    report.refused = [(f"{sweep.where(job)} {job.describe()}", why) for job, why in planned.refused]
-    for job, why in planned.refused:  # a refusal is a run's record like any other, stored once
-        fingerprint = refusal_fingerprint(job)
-        if not store.cached(fingerprint, job.problem, job.backend, job.config_key):
-            result = refused_result(job, why, fingerprint, store.root)
-            try:
-                report.stored.append(store.add(result))
-            except StoreError as exc:
-                report.errors.append((job.describe(), f"{exc}; its files are in {result.artifacts['run_dir']}"))
     workers = workers or os.cpu_count() or 1
     own = progress is None
     if not quiet and own:
         print(f"sweep {sweep.name}: {len(sweep.jobs)} jobs ({sweep.duplicates} duplicates removed), "
-              f"{len(report.cached)} already stored, {len(todo)} to run on {executor} "
+              f"{len(planned.cached)} already stored, {len(planned.todo)} to run on {executor} "
               f"({workers if executor == 'local' else 'dask'} workers)", file=sys.stderr)
     if own:
-        progress = Progress(total=len(todo), workers=workers, quiet=quiet)
+        progress = Progress(total=len(planned.todo), workers=workers, quiet=quiet)
     else:  # a shared bar counted every job: those the store answers are not run
-        progress.grow(len(todo) - len(sweep.jobs))
-    if todo:
+        progress.grow(len(planned.todo) - len(sweep.jobs))
+    feed = _Feed()
+    feed.new(sweep.jobs)
+    where = {job: f"{sweep.where(job)} " for job in sweep.jobs}
+
+    def take(planned: Plan) -> None:
+        """A plan's refusals stored, its runs to make fed, and what follows the jobs that ended already."""
+        report.cached += planned.cached
+        report.refused += [(f"{where.get(job, '')}{job.describe()}", why) for job, why in planned.refused]
+        for job, why in planned.refused:  # a refusal is a run's record like any other, stored once
+            fingerprint = refusal_fingerprint(job)
+            if not store.cached(fingerprint, job.problem, job.backend, job.config_key):
+                result = refused_result(job, why, fingerprint, store.root)
+                try:
+                    report.stored.append(store.add(result))
+                except StoreError as exc:
+                    report.errors.append((job.describe(), f"{exc}; its files are in {result.artifacts['run_dir']}"))
+        feed.put(planned.todo)
+        for job in planned.answered + [job for job, _ in planned.refused]:
+            follow(job)
+
+    def follow(job: Job) -> None:
+        if then is not None and not report.interrupted:
+            more = plan_jobs(feed.new(then(job)), store, retry_failed)
+            progress.grow(len(more.todo))
+            take(more)
+
+    take(planned)
+    if feed:
         if executor == "local":
-            outcomes = _local(todo, store.root, workers, progress)
+            outcomes = _local(feed, store.root, workers, progress)
         else:
-            outcomes = _dask(todo, store.root, workers, scheduler, executor, sweep.dask, progress)
+            outcomes = _dask(feed, store.root, workers, scheduler, executor, sweep.dask, progress)
         try:
             for outcome in outcomes:
                 _record(outcome, store, report, progress)
+                follow(outcome.job)
         except KeyboardInterrupt:
             report.interrupted = True
     if own:
@@ -242,16 +294,18 @@ WORKER_DIED = ("its worker process died outright (killed by the system, e.g. for
 
 @dataclass
 class _Lane:
-    """A pool of sweep workers, the jobs still to hand it, and how many it runs at once."""
+    """A pool of sweep workers, its queue in the feed, how many it runs at once and how many it runs now."""
 
     pool: object  # a ProcessPoolExecutor: a new one when a worker's death broke the last
-    jobs: Iterator[Job]
+    jobs: deque
     width: int
+    running: int = 0
 
 
-def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
+def _local(feed: _Feed, results: Path, workers: int, progress: Progress) -> Iterator[JobOutcome]:
     """Worker processes on this machine. GPU jobs go one at a time (timings must not share the GPU). A worker that
-    dies outright breaks its pool: the jobs it held are reported (WORKER_DIED) and a new pool runs the rest."""
+    dies outright breaks its pool: the jobs it held are reported (WORKER_DIED) and a new pool runs the rest. Jobs
+    the feed gains while others run (after an outcome is yielded) start as workers come free."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -259,29 +313,35 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
     context = multiprocessing.get_context("spawn")  # no CUDA state or locks inherited by a fork
     _quiet_resource_tracker()
 
-    def new_pool(width: int) -> ProcessPoolExecutor:
+    def new_pool(width: int) -> ProcessPoolExecutor:  # its workers start as jobs come (not fork: on demand)
         return ProcessPoolExecutor(max_workers=width, mp_context=context, initializer=_worker_setup,
                                    initargs=(current(),))
 
-    other = [j for j in todo if not backend_class(j.backend).serial]
-    gpu_jobs = [j for j in todo if backend_class(j.backend).serial]  # one device: one at a time
-    lanes = [_Lane(new_pool(width), iter(jobs), width)
-             for jobs, width in ((other, min(workers, len(other))), (gpu_jobs, 1)) if jobs]
+    lanes: dict[bool, _Lane] = {}  # serial (one device: one at a time) or not
     pending: dict = {}  # future -> (its lane, the pool it went to, its job)
 
-    def submit(lane: _Lane, job: Job) -> None:
-        pending[lane.pool.submit(_run_in_worker, job, str(results))] = (lane, lane.pool, job)
+    def fill() -> None:  # keep each pool exactly full, so 'running' is true
+        for serial, queue in feed.queues.items():
+            while queue:
+                lane = lanes.get(serial)
+                if lane is None:
+                    width = 1 if serial else workers
+                    lane = lanes[serial] = _Lane(new_pool(width), queue, width)
+                if lane.running >= lane.width:
+                    break
+                job = queue.popleft()
+                pending[lane.pool.submit(_run_in_worker, job, str(results))] = (lane, lane.pool, job)
+                lane.running += 1
+        progress.running = len(pending)
 
     try:
-        for lane in lanes:  # keep each pool exactly full, so 'running' is true
-            for job in itertools.islice(lane.jobs, lane.width):
-                submit(lane, job)
-        progress.running = len(pending)
+        fill()
         progress.show()
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 lane, pool, job = pending.pop(future)
+                lane.running -= 1
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
@@ -289,15 +349,13 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
                     if lane.pool is pool:  # the first of its jobs to say so: the rest go to a new pool
                         pool.shutdown(wait=False, cancel_futures=True)
                         lane.pool = new_pool(lane.width)
-                nxt = next(lane.jobs, None)
-                if nxt is not None:
-                    submit(lane, nxt)
-                progress.running = len(pending)
+                fill()
                 yield outcome
+                fill()  # what the outcome's recording fed
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: every worker stops its simulator and returns its run as 'interrupted'
         # (a terminal's Ctrl-C reaches the workers too; SIGTERM is passed on here), which is recorded.
-        for lane in lanes:
+        for lane in lanes.values():
             for process in list(getattr(lane.pool, "_processes", {}).values()):
                 if process.is_alive():
                     process.terminate()
@@ -309,7 +367,7 @@ def _local(todo: list[Job], results: Path, workers: int, progress: Progress) -> 
                 continue
         raise
     finally:
-        for lane in lanes:
+        for lane in lanes.values():
             lane.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -352,7 +410,7 @@ def dask_cluster(executor: str, settings: dict, workers: int):
     return cluster
 
 
-def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, executor: str, settings: dict,
+def _dask(feed: _Feed, results: Path, workers: int, scheduler: str | None, executor: str, settings: dict,
           progress: Progress) -> Iterator[JobOutcome]:
     """Dask distributed: a running scheduler (--scheduler), a Slurm/PBS cluster, or a local one.
     Workers must see the results folder (a shared file system): run folders are written there."""
@@ -371,13 +429,25 @@ def _dask(todo: list[Job], results: Path, workers: int, scheduler: str | None, e
         client = Client(cluster)
     try:
         handed = current()  # each worker takes the sweep's settings before its job
-        futures = [client.submit(run_job_safely, job, str(results), handed, pure=False) for job in todo]
-        progress.running = min(len(futures), workers)
+        futures = as_completed()
+        running = 0
+
+        def fill() -> None:  # Dask queues what its workers cannot start yet
+            nonlocal running
+            for queue in feed.queues.values():
+                while queue:
+                    futures.add(client.submit(run_job_safely, queue.popleft(), str(results), handed, pure=False))
+                    running += 1
+            progress.running = min(running, workers)
+
+        fill()
         progress.show()
-        for finished, future in enumerate(as_completed(futures), 1):
+        for future in futures:
             outcome = future.result()
-            progress.running = max(0, min(workers, len(todo) - finished))
+            running -= 1
+            progress.running = min(running, workers)
             yield outcome
+            fill()  # what the outcome's recording fed
     finally:
         client.close()
         if cluster is not None:
