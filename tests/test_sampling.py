@@ -937,3 +937,8 @@ def test_a_layers_samples_start_as_its_own_probe_ends_in_one_sweep(tmp_path, mon
     assert fed[probe_job(shared, tmp_path)] == []
     assert "its probe" in outcomes[2].error and "the simulator crashed" in outcomes[2].error
     assert all("its sample" in o.error and not o.interrupted for o in outcomes[:2])  # none ran here
+    monkeypatch.setattr(sampled, "run_sweep", lambda sweep, store, then=None, **_: (
+        [then(probe) for probe in sweep.jobs], SweepReport(sweep.name, len(sweep.jobs), 0, interrupted=True))[1])
+    with Store(tmp_path) as store:
+        stopped = sampled.run_sampled(layers[:2], store, SampleSpec.parse("1,2,3"), quiet=True)
+    assert all(o.interrupted and "had not ended when the sweep was stopped" in o.error for o in stopped)

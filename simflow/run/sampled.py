@@ -135,7 +135,9 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
             runs = [stored_run(store, sample) for sample in runs_of]
             bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
             if bad:  # a layer whose samples all ended before an interruption still gets its estimate
-                outcomes[job].error = _failed(bad[0], bad[1], "sample")
+                outcomes[job].error = (_failed(bad[0], bad[1], "sample") if bad[0] or not interrupted else
+                                       f"its sample at batch {bad[1].problem.B} had not ended when the sweep was "
+                                       "stopped; the runs done are stored: run it again to resume")
                 outcomes[job].interrupted = interrupted
                 break
             done.append((part, probe, runs, plan))
