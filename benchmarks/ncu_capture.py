@@ -28,6 +28,17 @@ PAIRS = {
                       "conv2d_implicit_gemm_async,conv2d_winograd_gemm"),
     "mma": (("mma_nchw", {}, "resnet50-3x3-64-64-56"), ("wgmma_nhwc", {}, "resnet50-3x3-64-64-56"), ""),
     "direct": (("global", {}, "fmnist-conv2"), ("shared", {}, "fmnist-conv2"), ""),
+    # pairs no test was written for (session 45): bf16, a 1x1 layer read in place, FFT, a GEMM kernel against
+    # another variant's, register tiles
+    "bf16": (("mma_nhwc", {"precision": "bf16"}, "resnet50-3x3-128-128-28"),
+             ("wgmma_nhwc", {"precision": "bf16"}, "resnet50-3x3-128-128-28"), ""),
+    "nchw-1x1": (("mma_nchw", {"io": "float16"}, "resnet50-1x1-256-64-56"),
+                 ("wgmma_nchw", {"io": "float16"}, "resnet50-1x1-256-64-56"), ""),
+    "fft": (("winograd", {}, "vgg16-conv1_2"), ("fft", {}, "vgg16-conv1_2"), ""),
+    "im2col-gemm": (("implicit_gemm", {}, "resnet50-conv1"), ("im2col_gemm", {}, "resnet50-conv1"),
+                    "conv2d_implicit_gemm,conv2d_im2col_gemm_gemm"),
+    "regtile": (("shared_weights", {}, "resnet50-1x1-64-64-56"), ("regtile", {"channels": 16}, "resnet50-1x1-64-64-56"),
+                ""),
 }
 
 

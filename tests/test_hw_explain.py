@@ -44,6 +44,17 @@ PAIRS = {
     "wgmma_nhwc against mma_nchw (fp16)": (("mma_nchw", "resnet50-3x3-64-64-56", {}),
                                            ("wgmma_nhwc", "resnet50-3x3-64-64-56", {})),
     "shared against global": (("global", "fmnist-conv2", {}), ("shared", "fmnist-conv2", {})),
+    # pairs profiled after the account was written (session 45, the same H200): bf16, fp16 1x1 read in place, FFT,
+    # register tiles, and a variant of three kernels
+    "wgmma_nhwc against mma_nhwc (bf16)": (("mma_nhwc", "resnet50-3x3-128-128-28", {"precision": "bf16"}),
+                                           ("wgmma_nhwc", "resnet50-3x3-128-128-28", {"precision": "bf16"})),
+    "wgmma_nchw against mma_nchw (fp16 1x1)": (("mma_nchw", "resnet50-1x1-256-64-56", {"io": "float16"}),
+                                               ("wgmma_nchw", "resnet50-1x1-256-64-56", {"io": "float16"})),
+    "regtile against shared_weights": (("shared_weights", "resnet50-1x1-64-64-56", {}),
+                                       ("regtile", "resnet50-1x1-64-64-56", {"channels": 16})),
+    "im2col_gemm against implicit_gemm": (("implicit_gemm", "resnet50-conv1", {}),
+                                          ("im2col_gemm", "resnet50-conv1", {})),
+    "fft against winograd": (("winograd", "vgg16-conv1_2", {}), ("fft", "vgg16-conv1_2", {})),
 }
 
 
@@ -93,6 +104,35 @@ def test_winograd_is_faster_for_fewer_instructions():
     out = explain(*pair("winograd against implicit_gemm_async"))
     assert out.delta < 0 and out.ranked()[0].what == "warp instructions issued"
     assert verdict(out).startswith("B is 50.7 % faster than A") and "fewer warp instructions to issue" in verdict(out)
+
+
+@pytest.mark.parametrize("name,said", [
+    ("wgmma_nhwc against mma_nhwc (bf16)", "B is 38.5 % faster than A (-35653 cycles): mostly fewer warp instructions"),
+    ("wgmma_nchw against mma_nchw (fp16 1x1)", "B is 10.6 % faster than A (-5494 cycles)"),
+    ("regtile against shared_weights", "B is 68.3 % faster than A (-1271170 cycles)"),
+    ("im2col_gemm against implicit_gemm", "B is 46.0 % slower than A (+475719 cycles): mostly more long-scoreboard"),
+    ("fft against winograd", "B is 67.4 % slower than A (+2310782 cycles): mostly more warp instructions"),
+])
+def test_pairs_profiled_after_the_account_was_written_are_explained_alike(name, said):
+    """Five pairs profiled in session 45 that no test was written against first (ncu_capture.py's second set): the
+    same exact account, and the evidence names the hardware's own counters, never a simulator stat."""
+    out = explain(*pair(name))
+    assert verdict(out).startswith(said)
+    lines = {line.what: line for line in out.lines}
+    assert lines["threads per warp instruction"].detail == "sm__sass_thread_inst_executed.sum / smsp__inst_executed.sum"
+    assert not any(line.detail.startswith(("gpu_sim", "gpgpu_")) for line in out.lines)
+    if "bf16" in name:
+        assert lines["tensor pipe active"].a > 0 and lines["tensor pipe active"].b > 0
+
+
+def test_a_gemm_kernel_against_another_variants_gemm_kernel():
+    a, b = pair("im2col_gemm against implicit_gemm")
+    out = explain(a, b, kernels=("conv2d_implicit_gemm", "conv2d_im2col_gemm_gemm"))
+    assert sum(t.effect for t in out.terms("slots")) == pytest.approx(out.delta, rel=1e-9, abs=1e-6)
+    assert verdict(out).startswith("B is 3.8 % slower than A (+39565 cycles)")  # ncu_capture.py's im2col-gemm
+    assert out.cycles[1] < totals(b)["gpu_sim_cycle"]  # the GEMM alone, not its im2col and permute launches
+    waves = next(line for line in explain(a, b).lines if line.what == "waves of blocks per SM")
+    assert waves.detail == "B: of the longest kernel"  # one side's note, not an empty 'A: ;'
 
 
 def test_one_kernel_against_another_kernel_of_another_run():

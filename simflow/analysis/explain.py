@@ -305,7 +305,7 @@ def _hardware_evidence(out: Explanation, ta: dict, tb: dict) -> None:
         if what in found[1]:
             b = found[1][what]
             out.lines.append(Line(section, what, va, b[1], unit, detail=detail if detail == b[3] else
-                                  f"A: {detail}; B: {b[3]}" if detail or b[3] else ""))
+                                  "; ".join(f"{side}: {said}" for side, said in (("A", detail), ("B", b[3])) if said)))
 
 
 def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
@@ -318,8 +318,11 @@ def _evidence(out: Explanation, ta: dict, tb: dict) -> None:
                 out.lines.append(Line(section, what, va, vb, unit, detail=name))
     warps = [_get(t, "gpgpu_n_tot_w_icount") for t in (ta, tb)]
     if all(w > 0 for w in warps):
+        aligned = getattr(known_backend(out.b.backend), "aligned", {})  # hardware: the counters behind the names
+        names = [" + ".join(aligned[n].counters) if n in aligned else n
+                 for n in ("gpu_sim_insn", "gpgpu_n_tot_w_icount")]
         out.lines.append(Line("instructions", "threads per warp instruction", ta["gpu_sim_insn"] / warps[0],
-                              tb["gpu_sim_insn"] / warps[1], "threads", detail="gpu_sim_insn / gpgpu_n_tot_w_icount"))
+                              tb["gpu_sim_insn"] / warps[1], "threads", detail=" / ".join(names)))
     for level in ("L1D", "L2"):
         acc = [_get(t, f"{level}_total_cache_accesses") for t in (ta, tb)]
         miss = [_get(t, f"{level}_total_cache_misses") for t in (ta, tb)]
