@@ -942,3 +942,29 @@ def test_a_layers_samples_start_as_its_own_probe_ends_in_one_sweep(tmp_path, mon
     with Store(tmp_path) as store:
         stopped = sampled.run_sampled(layers[:2], store, SampleSpec.parse("1,2,3"), quiet=True)
     assert all(o.interrupted and "had not ended when the sweep was stopped" in o.error for o in stopped)
+
+
+def test_a_layers_estimate_is_stored_as_soon_as_its_own_samples_have_ended(tmp_path, monkeypatch):
+    """The estimate of a layer is made and stored when its last sample ends, while the sweep runs on (another
+    layer's samples can take hours): a sweep killed outright later keeps it."""
+    from simflow.run import sampled
+    from simflow.run.sweep import SweepReport
+    from simflow.sim.sampling import SampleSpec
+
+    stored = {probe_job(JOB, tmp_path): _run(1, "probe")}
+    estimates_seen = []
+
+    def one_sweep(sweep, store, then=None, **_):
+        for probe in sweep.jobs:
+            for sample in then(probe):
+                stored[sample] = _run(sample.problem.B, f"s{sample.problem.B}")
+                then(sample)
+                estimates_seen.append(sum(run.sampled for run in store.runs()))
+        return SweepReport(sweep.name, len(sweep.jobs), 0)
+
+    monkeypatch.setattr(sampled, "run_sweep", one_sweep)
+    monkeypatch.setattr(sampled, "stored_run", lambda store, job: stored.get(job))
+    with Store(tmp_path) as store:
+        (outcome,) = sampled.run_sampled([JOB], store, SampleSpec.parse("1,2,3"), quiet=True)
+    assert estimates_seen == [0, 0, 1]  # stored once the third sample ended, inside the sweep
+    assert outcome.result is not None and outcome.result.estimate["batches"] == [16, 32, 48] and not outcome.error

@@ -86,7 +86,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     bar = Progress(total=len(probes), workers=workers or os.cpu_count() or 1, quiet=quiet)  # grows by the samples
     plans, errors, notes = {}, {}, {}
 
-    def samples_after(probe_of: Job) -> list[Job]:
+    def _samples_after(probe_of: Job) -> list[Job]:
         """A probe has ended: its parts' samples (planned from it), the longest first."""
         samples = []
         for part in parts_after.get(probe_of, []):
@@ -111,47 +111,65 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
                         print(f"simflow: note: {part.describe()}: {notes[part]}", file=sys.stderr, flush=True)
         return sorted(samples, key=lambda j: -j.problem.B)
 
+    def settle(job: Job, stopped: bool | None = None) -> None:
+        """The layer's estimate, made and stored as soon as every sample of it has ended (while the sweep runs:
+        `stopped` None); once the sweep has ended (`stopped`: it was interrupted or not), why there is none."""
+        done = []
+        for part in parts_of[job]:
+            if part in errors or part not in plans:
+                if stopped is None:
+                    return
+                outcomes[job].error = errors.get(part) or (
+                    "interrupted during the probes; the runs done are stored: run it again to resume" if stopped
+                    else f"its probe ({first_of[part].describe()}) never ended")
+                outcomes[job].interrupted = stopped and part not in errors
+                return
+            probe, plan, runs_of = plans[part]
+            runs = [stored_run(store, sample) for sample in runs_of]
+            bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
+            if bad:  # a layer whose samples all ended before an interruption still gets its estimate
+                if stopped is not None:
+                    outcomes[job].error = (_failed(bad[0], bad[1], "sample") if bad[0] or not stopped else
+                                           f"its sample at batch {bad[1].problem.B} had not ended when the sweep was "
+                                           "stopped; the runs done are stored: run it again to resume")
+                    outcomes[job].interrupted = stopped
+                return
+            done.append((part, probe, runs, plan))
+        wall = time.monotonic() - started
+        if len(done) == 1:
+            _, probe, runs, plan = done[0]
+            result = estimate_result(job, probe, runs, spec_of[job], store.root, wall, plan)
+        else:
+            result = estimate_launches(job, done, spec_of[job], store.root, wall)
+        if said := "; ".join(notes[part] for part in parts_of[job] if part in notes):
+            result.estimate["note"] = said
+        store.add(result)
+        outcomes[job].result = result
+
+    def after(ended: Job) -> list[Job]:
+        """A run has ended: a probe's layers' samples to run (planned from it, the longest first), and the estimate
+        of each layer whose samples have all ended now."""
+        samples = _samples_after(ended)
+        for job in todo:
+            if outcomes[job].result is None and any(
+                    ended == first_of[part] or (part in plans and ended in plans[part][2]) for part in parts_of[job]):
+                try:
+                    settle(job)
+                except (UserError, ValueError):  # said once the sweep has ended, where it said so before
+                    continue
+        return samples
+
     # One sweep: the probes, and each layer's samples as soon as its own probe has ended (a slow probe holds up
     # only its own layer), on local workers, Dask or Slurm alike.
     specs = ", ".join(sorted({str(spec_of[part]) for part in parts}))
     interrupted = bool(probes) and run_sweep(
         Sweep(f"{name}: probes (1 image or its first CTAs each), then each layer's samples ({specs})", probes,
               dask=dict(dask or {})), store, workers=workers, executor=executor, scheduler=scheduler,
-        retry_failed=retry_failed, quiet=quiet, progress=bar, then=samples_after).interrupted
+        retry_failed=retry_failed, quiet=quiet, progress=bar, then=after).interrupted
     bar.finish()
     for job in todo:
-        done = []
-        for part in parts_of[job]:
-            if part in errors:
-                outcomes[job].error = errors[part]
-                break
-            if part not in plans:  # its probe had not ended when the sweep was stopped: no sample was started
-                outcomes[job].interrupted = interrupted
-                outcomes[job].error = (
-                    "interrupted during the probes; the runs done are stored: run it again to resume" if interrupted
-                    else f"its probe ({first_of[part].describe()}) never ended")
-                break
-            probe, plan, runs_of = plans[part]
-            runs = [stored_run(store, sample) for sample in runs_of]
-            bad = next(((run, sample) for run, sample in zip(runs, runs_of, strict=True) if not completed(run)), None)
-            if bad:  # a layer whose samples all ended before an interruption still gets its estimate
-                outcomes[job].error = (_failed(bad[0], bad[1], "sample") if bad[0] or not interrupted else
-                                       f"its sample at batch {bad[1].problem.B} had not ended when the sweep was "
-                                       "stopped; the runs done are stored: run it again to resume")
-                outcomes[job].interrupted = interrupted
-                break
-            done.append((part, probe, runs, plan))
-        else:
-            wall = time.monotonic() - started
-            if len(done) == 1:
-                _, probe, runs, plan = done[0]
-                result = estimate_result(job, probe, runs, spec_of[job], store.root, wall, plan)
-            else:
-                result = estimate_launches(job, done, spec_of[job], store.root, wall)
-            if said := "; ".join(notes[part] for part in parts_of[job] if part in notes):
-                result.estimate["note"] = said
-            store.add(result)
-            outcomes[job].result = result
+        if outcomes[job].result is None:
+            settle(job, interrupted)
     return [outcomes[job] for job in jobs]
 
 
