@@ -294,10 +294,9 @@ WORKER_DIED = ("its worker process died outright (killed by the system, e.g. for
 
 @dataclass
 class _Lane:
-    """A pool of sweep workers, its queue in the feed, how many it runs at once and how many it runs now."""
+    """A pool of sweep workers, how many jobs it runs at once and how many it runs now (its jobs wait in the feed)."""
 
     pool: object  # a ProcessPoolExecutor: a new one when a worker's death broke the last
-    jobs: deque
     width: int
     running: int = 0
 
@@ -326,7 +325,7 @@ def _local(feed: _Feed, results: Path, workers: int, progress: Progress) -> Iter
                 lane = lanes.get(serial)
                 if lane is None:
                     width = 1 if serial else workers
-                    lane = lanes[serial] = _Lane(new_pool(width), queue, width)
+                    lane = lanes[serial] = _Lane(new_pool(width), width)
                 if lane.running >= lane.width:
                     break
                 job = queue.popleft()
