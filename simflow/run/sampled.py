@@ -86,11 +86,10 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     bar = Progress(total=len(probes), workers=workers or os.cpu_count() or 1, quiet=quiet)  # grows by the samples
     plans, errors, notes = {}, {}, {}
 
-    def _samples_after(probe_of: Job) -> list[Job]:
+    def plan_after(probe_of: Job) -> list[Job]:
         """A probe has ended: its parts' samples (planned from it), the longest first."""
-        samples = []
+        samples, probe = [], stored_run(store, probe_of) if probe_of in parts_after else None
         for part in parts_after.get(probe_of, []):
-            probe = stored_run(store, probe_of)
             if not completed(probe):
                 errors[part] = _failed(probe, probe_of, "probe")
             elif fixed(part):
@@ -149,7 +148,7 @@ def run_sampled(jobs: list[Job], store, spec: SampleSpec, *, name: str = "sample
     def after(ended: Job) -> list[Job]:
         """A run has ended: a probe's layers' samples to run (planned from it, the longest first), and the estimate
         of each layer whose samples have all ended now."""
-        samples = _samples_after(ended)
+        samples = plan_after(ended)
         for job in todo:
             if outcomes[job].result is None and any(
                     ended == first_of[part] or (part in plans and ended in plans[part][2]) for part in parts_of[job]):
