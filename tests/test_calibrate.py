@@ -47,6 +47,19 @@ def test_the_h200_overlay_values_follow_from_the_figures():
     assert config_name("NVIDIA H200") == "H200" and config_name("NVIDIA GeForce RTX 4090") == "GeForce_RTX_4090"
 
 
+def test_the_fp32_units_take_warps_at_the_rate_measured():
+    """The FMA rate measured is what the simulated units give: schedulers x 32 lanes / initiation interval (the base's
+    interval of 2 would halve it: Volta has 16 FP32 lanes a scheduler, the H200 32); a Volta-like rate keeps 2."""
+    by = {s.option: s for s in settings(MEASURED)}
+    add, fmax, mul, mad, div = (int(x) for x in by["ptx_opcode_initiation_fp"].value.split(","))
+    assert (add, mul, mad) == (1, 1, 1) and (fmax, div) == (2, 4)  # max and div as SM7_QV100
+    simulated = by["gpgpu_num_sched_per_core"].value * 32 / mad
+    assert simulated == pytest.approx(MEASURED["fma_per_sm_per_cycle"], rel=0.05)
+    # a Volta-like rate: 4 schedulers of 16 lanes
+    volta = dict(MEASURED, fma_per_sm_per_cycle=62.0, warp_fma_issue_per_sm_per_cycle=62.0 / 32)
+    assert {s.option: s for s in settings(volta)}["ptx_opcode_initiation_fp"].value == "2,2,2,2,4"
+
+
 def test_the_chase_is_one_cycle_through_every_entry():
     step = 256
     chain = _chain(1000, np.random.default_rng(3), stride=4 * step)

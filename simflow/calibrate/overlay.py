@@ -24,8 +24,12 @@ BASE = "SM7_QV100"
 N_MEM, SUB_PARTITIONS = 32, 2  # 64 L2 slices: the most IPOLY hashing (memory_partition_indexing 2) takes
 L2_SETS, L2_LINE = 64, 128  # sets a slice: the L2's IPOLY set index takes 16, 32 or 64
 DRAM_BUS_BYTES, DRAM_DATA_RATE = 16, 2  # a channel's bus and the data-command ratio (HBM: double data rate)
+SCHEDULERS = 4  # warp schedulers an SM: its sub-partitions
+# SM7_QV100's FP32 initiation intervals (add, max, mul, mad, div): 2 cycles a warp on Volta's 16 lanes a scheduler
+BASE_INITIATION_FP = (2, 2, 2, 2, 4)
 KEPT = ("the CTA launch latency, and the kernel launch latency where the measurements have no launch_us",
-        "the pipelines, functional units and PTX opcode latencies (the simulator runs compute_70 PTX, not SASS)",
+        "the pipelines and functional units, the PTX opcode latencies and every initiation interval but FP32 add, "
+        "mul and mad (the simulator runs compute_70 PTX, not SASS)",
         "the interconnect, and the DRAM timing in DRAM cycles (so shorter in time at the derived DRAM clock)",
         "the L1 and L2 replacement and write policies, MSHRs and banks; the instruction and constant caches")
 
@@ -52,6 +56,9 @@ def settings(m: dict) -> list[Setting]:
     carveouts = sorted({0, 8, 16, 32, 64, *range(96, shared_kb, 32), shared_kb})
     l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
     issue = m["warp_fma_issue_per_sm_per_cycle"]
+    lanes = m["fma_per_sm_per_cycle"] / SCHEDULERS  # FP32 lanes a scheduler's unit
+    fp = max(1, round(32 / lanes))  # cycles a warp's FP32 add, mul or fma holds its unit
+    initiation_fp = ",".join(map(str, (fp, BASE_INITIATION_FP[1], fp, fp, BASE_INITIATION_FP[4])))
     launch = [Setting("gpgpu_kernel_launch_latency", round(m["launch_us"] * clock), "derived",
                       f"an empty one-block kernel's {m['launch_us']:.2f} us (CUDA events, queued behind a spin, "
                       "as a run is timed) in SM cycles")] if "launch_us" in m else []
@@ -84,8 +91,12 @@ def settings(m: dict) -> list[Setting]:
         Setting("gpgpu_shader_cta", m["blocks_per_sm"], "measured", "blocks per SM (device attribute)"),
         Setting("gpgpu_shader_registers", m["registers_per_sm"], "measured", "registers per SM (device attribute)"),
         Setting("gpgpu_registers_per_block", m["registers_per_block"], "measured", "registers a block (attribute)"),
-        Setting("gpgpu_num_sched_per_core", max(1, round(issue)), "derived",
-                f"warp schedulers: the FMA issue rate measured, {issue:.2f} warp instructions per SM a cycle"),
+        Setting("gpgpu_num_sched_per_core", SCHEDULERS, "set",
+                "warp schedulers: an SM's four sub-partitions (every NVIDIA SM since Maxwell), as the base"),
+        Setting("ptx_opcode_initiation_fp", initiation_fp, "derived",
+                f"FP32 add, mul and mad take a warp every {fp} cycle(s) on each scheduler's unit: "
+                f"{m['fma_per_sm_per_cycle']:.0f} FMA per SM a cycle measured ({issue:.2f} warp instructions), "
+                f"{lanes:.0f} lanes a unit (the base's {BASE_INITIATION_FP[0]}: Volta's 16); max and div as the base"),
         Setting("gpgpu_l1_latency", l1, "measured", "L1 hit load-to-use, cycles (pointer chase)"),
         Setting("gpgpu_smem_latency", round(m["shared_latency_cycles"]), "measured",
                 "shared-memory load-to-use, cycles (pointer chase)"),
