@@ -38,7 +38,9 @@ def test_the_h200_overlay_values_follow_from_the_figures():
     sets, line, ways = (int(x) for x in by["gpgpu_cache:dl2"].value.split(",")[0].split(":")[1:])
     assert 32 * 2 * sets * line * ways == MEASURED["l2_bytes"] == 60 * 2**20  # 64 slices hold the L2 exactly
     core, icnt, l2, dram = (float(x) for x in by["gpgpu_clock_domains"].value.split(":"))
-    assert core == icnt == l2 == pytest.approx(MEASURED["clock_mhz"], abs=0.05)
+    assert core == pytest.approx(MEASURED["clock_mhz"], abs=0.05) and icnt == l2
+    # 64 slices a sector a cycle at the SM clock give 4.05 TB/s, short of the 5.83 measured: the L2 runs faster
+    assert 64 * 32 * l2 * 1e6 == pytest.approx(MEASURED["l2_bandwidth_gbs"] * 1e9, rel=1e-4) and l2 > core
     assert 32 * 16 * 2 * dram * 1e6 == pytest.approx(MEASURED["dram_bandwidth_gbs"] * 1e9, rel=1e-4)
     l1, l2_hit, dram_hit = (round(MEASURED[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
     assert by["gpgpu_l1_latency"].value == l1 and by["gpgpu_l2_rop_latency"].value == l2_hit - l1

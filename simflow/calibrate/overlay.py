@@ -2,7 +2,7 @@
 
 The overlay sits on SM7_QV100 (the tested config simflow's runs use, a GPU with HBM and unified L1/shared
 memory like the H100/H200) and changes what the measurements say: SM count, clocks, L1/shared memory, L2
-size, latencies, DRAM bandwidth, the FP32 rate, warp and block limits. Each option says where its value comes from:
+size, latencies, L2 and DRAM bandwidth, the FP32 rate, warp and block limits. Each option says where its value comes from:
 
 - measured: a figure the GPU gave (a device attribute, or a microbenchmark);
 - derived: computed from measured figures, the formula in words;
@@ -24,13 +24,15 @@ BASE = "SM7_QV100"
 N_MEM, SUB_PARTITIONS = 32, 2  # 64 L2 slices: the most IPOLY hashing (memory_partition_indexing 2) takes
 L2_SETS, L2_LINE = 64, 128  # sets a slice: the L2's IPOLY set index takes 16, 32 or 64
 DRAM_BUS_BYTES, DRAM_DATA_RATE = 16, 2  # a channel's bus and the data-command ratio (HBM: double data rate)
+L2_PORT_BYTES = 32  # a slice's data port a cycle (the base's dl2 port width): one sector
 SCHEDULERS = 4  # warp schedulers an SM: its sub-partitions
 # SM7_QV100's FP32 initiation intervals (add, max, mul, mad, div): 2 cycles a warp on Volta's 16 lanes a scheduler
 BASE_INITIATION_FP = (2, 2, 2, 2, 4)
 KEPT = ("the CTA launch latency, and the kernel launch latency where the measurements have no launch_us",
         "the pipelines and functional units, the PTX opcode latencies and every initiation interval but FP32 add, "
         "mul and mad (the simulator runs compute_70 PTX, not SASS)",
-        "the interconnect, and the DRAM timing in DRAM cycles (so shorter in time at the derived DRAM clock)",
+        "the interconnect's topology, buffers and flit size (its clock is the L2's), and the DRAM timing in DRAM "
+        "cycles (so shorter in time at the derived DRAM clock)",
         "the L1 and L2 replacement and write policies, MSHRs and banks; the instruction and constant caches")
 
 
@@ -50,6 +52,7 @@ def settings(m: dict) -> list[Setting]:
     """The options to change, each with its source and how."""
     sms, clock = int(m["sms"]), float(m["clock_mhz"])
     dram_mhz = m["dram_bandwidth_gbs"] * 1e3 / (N_MEM * DRAM_BUS_BYTES * DRAM_DATA_RATE)
+    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (N_MEM * SUB_PARTITIONS * L2_PORT_BYTES)
     l2_ways = max(1, round(m["l2_bytes"] / (N_MEM * SUB_PARTITIONS * L2_SETS * L2_LINE)))
     shared_kb = m["shared_per_sm_bytes"] // 1024
     unified_kb = max(math.ceil(shared_kb / 32) * 32, m["l1_bytes"] // 1024)
@@ -66,10 +69,13 @@ def settings(m: dict) -> list[Setting]:
         *launch,
         Setting("gpgpu_n_clusters", sms, "measured", "SMs (device attribute)"),
         Setting("gpgpu_n_cores_per_cluster", 1, "set", "one SM a cluster, as the base"),
-        Setting("gpgpu_clock_domains", f"{_mhz(clock)}:{_mhz(clock)}:{_mhz(clock)}:{_mhz(dram_mhz)}", "derived",
-                f"core, interconnect and L2 at the SM clock measured ({clock:.0f} MHz: clock64 against events); "
-                f"DRAM clock so that {N_MEM} channels x {DRAM_BUS_BYTES} B x {DRAM_DATA_RATE} give the "
-                f"measured copy bandwidth ({m['dram_bandwidth_gbs']:.0f} GB/s read + written)"),
+        Setting("gpgpu_clock_domains", f"{_mhz(clock)}:{_mhz(l2_mhz)}:{_mhz(l2_mhz)}:{_mhz(dram_mhz)}", "derived",
+                f"core at the SM clock measured ({clock:.0f} MHz: clock64 against events); interconnect and L2 "
+                f"so that {N_MEM * SUB_PARTITIONS} slices x {L2_PORT_BYTES} B give the measured L2 read bandwidth "
+                f"({m['l2_bandwidth_gbs']:.0f} GB/s; at the SM clock they would give "
+                f"{N_MEM * SUB_PARTITIONS * L2_PORT_BYTES * clock / 1e3:.0f}); DRAM so that {N_MEM} channels x "
+                f"{DRAM_BUS_BYTES} B x {DRAM_DATA_RATE} give the measured copy bandwidth "
+                f"({m['dram_bandwidth_gbs']:.0f} GB/s read + written)"),
         Setting("gpgpu_n_mem", N_MEM, "set", "memory channels (64 L2 slices with 2 each: IPOLY's largest)"),
         Setting("gpgpu_n_sub_partition_per_mchannel", SUB_PARTITIONS, "set", "L2 slices a channel"),
         Setting("gpgpu_dram_buswidth", DRAM_BUS_BYTES, "set", "bytes a channel a DRAM cycle (as the base)"),
