@@ -2,7 +2,8 @@
 
 The overlay sits on SM7_QV100 (the tested config simflow's runs use, a GPU with HBM and unified L1/shared
 memory like the H100/H200) and changes what the measurements say: SM count, clocks, L1/shared memory, L2
-size, latencies, L2 and DRAM bandwidth, the FP32 rate, warp and block limits. Each option says where its value comes from:
+size, latencies, L2 and DRAM bandwidth, the FP32 rate, warp and block limits. Each option says where its value
+comes from:
 
 - measured: a figure the GPU gave (a device attribute, or a microbenchmark);
 - derived: computed from measured figures, the formula in words;
