@@ -23,6 +23,7 @@ from pathlib import Path
 
 BASE = "SM7_QV100"
 N_MEM, SUB_PARTITIONS = 32, 2  # 64 L2 slices: the most IPOLY hashing (memory_partition_indexing 2) takes
+SLICES = N_MEM * SUB_PARTITIONS  # L2 slices (memory sub-partitions)
 L2_SETS, L2_LINE = 64, 128  # sets a slice: the L2's IPOLY set index takes 16, 32 or 64
 DRAM_BUS_BYTES, DRAM_DATA_RATE = 16, 2  # a channel's bus and the data-command ratio (HBM: double data rate)
 L2_PORT_BYTES = 32  # a slice's data port a cycle (the base's dl2 port width): one sector
@@ -53,8 +54,8 @@ def settings(m: dict) -> list[Setting]:
     """The options to change, each with its source and how."""
     sms, clock = int(m["sms"]), float(m["clock_mhz"])
     dram_mhz = m["dram_bandwidth_gbs"] * 1e3 / (N_MEM * DRAM_BUS_BYTES * DRAM_DATA_RATE)
-    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (N_MEM * SUB_PARTITIONS * L2_PORT_BYTES)
-    l2_ways = max(1, round(m["l2_bytes"] / (N_MEM * SUB_PARTITIONS * L2_SETS * L2_LINE)))
+    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES)
+    l2_ways = max(1, round(m["l2_bytes"] / (SLICES * L2_SETS * L2_LINE)))
     shared_kb = m["shared_per_sm_bytes"] // 1024
     unified_kb = max(math.ceil(shared_kb / 32) * 32, m["l1_bytes"] // 1024)
     carveouts = sorted({0, 8, 16, 32, 64, *range(96, shared_kb, 32), shared_kb})
@@ -72,9 +73,9 @@ def settings(m: dict) -> list[Setting]:
         Setting("gpgpu_n_cores_per_cluster", 1, "set", "one SM a cluster, as the base"),
         Setting("gpgpu_clock_domains", f"{_mhz(clock)}:{_mhz(l2_mhz)}:{_mhz(l2_mhz)}:{_mhz(dram_mhz)}", "derived",
                 f"core at the SM clock measured ({clock:.0f} MHz: clock64 against events); interconnect and L2 "
-                f"so that {N_MEM * SUB_PARTITIONS} slices x {L2_PORT_BYTES} B give the measured L2 read bandwidth "
+                f"so that {SLICES} slices x {L2_PORT_BYTES} B give the measured L2 read bandwidth "
                 f"({m['l2_bandwidth_gbs']:.0f} GB/s; at the SM clock they would give "
-                f"{N_MEM * SUB_PARTITIONS * L2_PORT_BYTES * clock / 1e3:.0f}); DRAM so that {N_MEM} channels x "
+                f"{SLICES * L2_PORT_BYTES * clock / 1e3:.0f}); DRAM so that {N_MEM} channels x "
                 f"{DRAM_BUS_BYTES} B x {DRAM_DATA_RATE} give the measured copy bandwidth "
                 f"({m['dram_bandwidth_gbs']:.0f} GB/s read + written)"),
         Setting("gpgpu_n_mem", N_MEM, "set", "memory channels (64 L2 slices with 2 each: IPOLY's largest)"),
@@ -82,7 +83,7 @@ def settings(m: dict) -> list[Setting]:
         Setting("gpgpu_dram_buswidth", DRAM_BUS_BYTES, "set", "bytes a channel a DRAM cycle (as the base)"),
         Setting("dram_data_command_freq_ratio", DRAM_DATA_RATE, "set", "HBM is double data rate (as the base)"),
         Setting("gpgpu_cache:dl2", f"S:{L2_SETS}:{L2_LINE}:{l2_ways},L:B:m:L:P,A:192:4,32:0,32", "derived",
-                f"L2 of {m['l2_bytes'] / 2**20:.0f} MiB (device attribute) over {N_MEM * SUB_PARTITIONS} slices of "
+                f"L2 of {m['l2_bytes'] / 2**20:.0f} MiB (device attribute) over {SLICES} slices of "
                 f"{L2_SETS} sets x {L2_LINE} B lines: {l2_ways} ways; policies as the base"),
         Setting("gpgpu_unified_l1d_size", unified_kb, "derived",
                 f"KB of L1 + shared memory: the shared memory per SM ({shared_kb} KB) rounded up to 32 KB, at least "
