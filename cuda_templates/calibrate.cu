@@ -9,6 +9,12 @@ extern "C" __global__ void cal_spin(long long cycles, long long *out)
   out[0] = now - start;
 }
 
+// The chases' timer: clock64 on the GPU. Under GPGPU-Sim (calibrate --check) it is the 32-bit %clock, as the
+// simulator aborts on %clock64; a simulated chase takes far fewer than 2^32 cycles.
+#ifndef CAL_TIMER
+#define CAL_TIMER() clock64()
+#endif
+
 // One thread follows a chain of indices (next[i] is the next one) from `first`; the second pass is timed. On a
 // chain of `steps` entries the first pass brings it into whatever level holds it, and cycles per step are the
 // load-to-use latency of that level; on a longer chain the second pass meets entries no load has touched.
@@ -18,9 +24,9 @@ __device__ void chase(const unsigned *next, unsigned first, int steps, long long
 {
   unsigned j = first;
   for (int i = 0; i < steps; i++) j = cg ? __ldcg(next + j) : next[j];
-  long long start = clock64();
+  long long start = CAL_TIMER();
   for (int i = 0; i < steps; i++) j = cg ? __ldcg(next + j) : next[j];
-  long long stop = clock64();
+  long long stop = CAL_TIMER();
   cycles[0] = stop - start;
   sink[0] = j;
 }
@@ -45,9 +51,9 @@ extern "C" __global__ void cal_chase_shared(const unsigned *next, int n, int ste
   for (int i = 0; i < n; i++) chain[i] = next[i];
   unsigned j = 0;
   for (int i = 0; i < steps; i++) j = chain[j];
-  long long start = clock64();
+  long long start = CAL_TIMER();
   for (int i = 0; i < steps; i++) j = chain[j];
-  long long stop = clock64();
+  long long stop = CAL_TIMER();
   cycles[0] = stop - start;
   sink[0] = j;
 }

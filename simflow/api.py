@@ -521,6 +521,23 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
     return Calibration(toml, kept, figures, reused)
 
 
+def calibrate_check(config: str = "H200", measured: str | Path | None = None):
+    """Calibrate's microbenchmarks run in GPGPU-Sim on `config` (a name or an overlay's path), beside the GPU's
+    figures (`measured`, default NAME.measured.json beside the overlay): a simflow.calibrate.check.Check."""
+    from .calibrate.check import check
+    from .sim.config import load_config
+    from .sim.simulator import find_simulator
+    from .sim.standalone import cuda11_toolkit
+
+    figures = None
+    if measured is not None:
+        try:
+            figures = json.loads(Path(measured).read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read measurements from {measured}: {exc}") from None
+    return check(load_config(config), find_simulator(), cuda11_toolkit(), figures)
+
+
 def doctor(*, probe_builds: bool = True, refresh: bool = False, require: list[str] | tuple[str, ...] = ()):
     """What simflow can use here and how to get what is missing (simflow doctor's findings), and which of the
     `require`d backends are absent."""

@@ -122,3 +122,87 @@ def test_an_overlay_written_back_keeps_options_toml_must_quote():
     config = parse_overlay((CONFIGS / "H200.toml").read_text(), "H200")
     assert parse_overlay(written(config), "H200").options == config.options
     assert '"gpgpu_cache:dl2" = ' in written(config) and "\ngpgpu_n_clusters = " in written(config)
+
+
+# `simflow calibrate --check`: the same microbenchmarks in GPGPU-Sim. A real run's log (the accel-sim fork at
+# 667834cf on gpgpusim_configs/H200.toml, CUDA 11.8; tests/data/README.md) read as the command reads it.
+CHECK_LOG = ROOT / "tests" / "data" / "accelsim-fork_h200_calibrate-check.log.gz"
+
+
+def _check_text() -> str:
+    import gzip
+
+    return gzip.decompress(CHECK_LOG.read_bytes()).decode()
+
+
+def test_the_simulated_figures_are_read_beside_the_measured_ones():
+    import re
+
+    from simflow.calibrate.check import figures
+
+    text = _check_text()
+    got = {f.name: f for f in figures(text, MEASURED)}
+    assert list(got) == ["l1_latency_cycles", "shared_latency_cycles", "l2_latency_cycles", "dram_latency_cycles",
+                         "l2_bandwidth_gbs"]
+    printed = dict(re.findall(r"^simflow-calibrate: (\w+) (\S+)$", text, re.M))
+    for name in ("l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles"):
+        assert got[name].simulated == float(printed[name]) and got[name].measured == MEASURED[name]
+        assert got[name].ratio == pytest.approx(got[name].simulated / MEASURED[name])
+    assert got["l2_latency_cycles"].simulated < got["dram_latency_cycles"].simulated  # the DRAM chase met DRAM
+    # bandwidth: the extra reads' bytes over the cycles the last launch took past the one-read launch
+    cycles = [float(c) for c in re.findall(r"^gpu_sim_cycle = (\d+)", text, re.M)][-2:]
+    seconds = (cycles[1] - cycles[0]) / 1977.4e6
+    assert got["l2_bandwidth_gbs"].simulated == pytest.approx(float(printed["l2_read_bytes"]) / seconds / 1e9)
+    assert figures(text, {})[0].measured is None and figures(text, {})[0].ratio is None  # no measurements: none
+
+
+def test_a_simulated_calibration_cut_short_says_what_is_missing():
+    from simflow.calibrate.check import figures
+    from simflow.errors import ToolError
+
+    text = _check_text()
+    cut = text[: text.index("simflow-calibrate: l2_latency_cycles")]
+    with pytest.raises(ToolError, match=r"did not finish \(no l2_latency_cycles, dram_latency_cycles, l2_read_bytes"):
+        figures(cut, MEASURED)
+
+
+def test_the_simulated_program_times_with_the_clock_the_simulator_has():
+    """GPGPU-Sim aborts on %clock64: the program's chases read the 32-bit %clock; the GPU's keep clock64."""
+    from simflow.calibrate.check import SIM_TIMER, program_source
+    from simflow.resources import templates_dir
+
+    kernels = (templates_dir() / "calibrate.cu").read_text()
+    source = program_source()
+    assert source.startswith(SIM_TIMER) and kernels in source and "%%clock;" in SIM_TIMER
+    assert "#ifndef CAL_TIMER\n#define CAL_TIMER() clock64()" in kernels and "= CAL_TIMER();" in kernels
+
+
+def test_check_reads_the_measurements_beside_the_config(tmp_path):
+    from simflow.calibrate.check import measured_beside
+    from simflow.errors import UserError
+    from simflow.sim.config import load_config
+
+    assert measured_beside(load_config("H200")) == MEASURED
+    assert measured_beside(load_config("SM7_QV100")) == {}
+    (tmp_path / "mine.toml").write_text((CONFIGS / "H200.toml").read_text())
+    assert measured_beside(load_config(str(tmp_path / "mine.toml"))) == {}
+    (tmp_path / "mine.measured.json").write_text("{ cut")
+    with pytest.raises(UserError, match="cannot read .*mine.measured.json"):
+        measured_beside(load_config(str(tmp_path / "mine.toml")))
+
+
+@pytest.mark.cuda11
+def test_the_simulated_chases_compile_to_the_32_bit_clock(tmp_path):
+    import re
+
+    from simflow.calibrate.check import program_source
+    from simflow.sim.standalone import cuda11_toolkit
+
+    (tmp_path / "program.cu").write_text(program_source())
+    cuda11_toolkit().run_nvcc(["-ptx", "-arch=compute_70"], tmp_path / "program.cu", tmp_path / "program.ptx",
+                              "build the PTX of calibrate --check")
+    ptx = (tmp_path / "program.ptx").read_text()
+    bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n}", ptx, re.S))
+    for name in ("cal_chase", "cal_chase_cg", "cal_chase_shared"):
+        assert "%clock;" in bodies[name] and "%clock64" not in bodies[name], name
+    assert "%clock64" in bodies["cal_spin"]  # the GPU's SM clock probe, never launched in the simulator

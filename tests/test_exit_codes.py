@@ -26,6 +26,7 @@ def test_a_missing_tool_is_both_a_user_error_and_a_tool_error():
     ["sim", "global", "--problem", "batch3x3"],
     ["tune", "global", "--backend", "gpgpusim", "--problem", "batch3x3", "--runs", "1"],
     ["doctor", "--no-probe", "--require", "gpgpusim"],
+    ["calibrate", "--check", "H200"],
 ])
 def test_no_simulator_exits_3_and_says_how_to_get_one(no_simulator, capsys, argv):
     assert cli.main(argv) == 3

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .common import (
+    _out,
+    _output_args,
     _say,
     command,
 )
@@ -16,6 +18,11 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--again", action="store_true", help="measure anew (default: reuse this GPU's cached figures)")
     p.add_argument("--from", dest="measured", metavar="JSON",
                    help="make the config from recorded measurements (a NAME.measured.json): no GPU needed")
+    p.add_argument("--check", metavar="CONFIG",
+                   help="no GPU: run the same microbenchmarks in GPGPU-Sim on CONFIG (a name or an overlay's path) "
+                        "and set the simulated latencies and L2 bandwidth beside the measured ones (--from, "
+                        "default CONFIG's NAME.measured.json); needs CUDA 11.x and the simulator")
+    _output_args(p, "the figures, measured and simulated, and the kept simulator log")
 
 
 @command("calibrate", _calibrate_args, help="measure the GPU in hand and write a simulator config for it "
@@ -23,6 +30,15 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
 def cmd_calibrate(args) -> int:
     from .. import api
 
+    if args.check:
+        found = api.calibrate_check(args.check, measured=args.measured)
+        rows = [{"figure": f.name, "unit": f.unit,
+                 "measured (GPU)": None if f.measured is None else round(f.measured, 1),
+                 "simulated": round(f.simulated, 1),
+                 "simulated / measured": None if f.ratio is None else round(f.ratio, 3)} for f in found.figures]
+        _out(args, found.as_dict, rows, title=f"calibrate's microbenchmarks in GPGPU-Sim on {found.config}")
+        _say(f"the simulator's log: {found.log}")
+        return 0
     done = api.calibrate(name=args.name, output=args.dir, again=args.again, measured=args.measured, progress=_say)
     f = done.figures
     how = "recorded measurements" if args.measured else ("cached measurements (--again measures anew)"
