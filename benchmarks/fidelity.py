@@ -16,6 +16,7 @@ session adds its runs to the same tables.
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
@@ -56,9 +57,11 @@ def main() -> int:
     parts = [("Per config", found.summary), ("Per layer", found.layers), ("Per counter", found.counters),
              ("Per job", found.points)]
     if args.earlier:
-        summary, layers = _with_earlier(Path(args.earlier), found, runs)
+        summary, layers, timed_before = _with_earlier(Path(args.earlier), found, runs)
         parts += [(f"Per config, with the layers of {args.earlier}", summary),
                   (f"Per layer, with the layers of {args.earlier}", layers)]
+        if len(timed_before):
+            parts.append((f"Per job: this run's simulator against the GPU times of {args.earlier}", timed_before))
     text = "\n".join(head) + "\n".join(f"\n## {title}\n\n{render(frame, 'markdown')}" for title, frame in parts)
     if args.output:
         Path(args.output).write_text(text + "\n")
@@ -99,15 +102,57 @@ def _with_earlier(path: Path, found, runs: list):
     earlier_jobs = earlier_jobs[[(c, lay) not in new for c, lay in
                                  zip(earlier_jobs["config"], earlier_jobs["problem"], strict=True)]]
     source = f"{path.parent.name}/{path.name}"
-    layers = pd.concat([earlier_layers.assign(source=source), layers.assign(source="this run")])
-    jobs = pd.concat([earlier_jobs, jobs])
+    timed_before = _timed_before(runs, found, earlier_jobs, label, new)
+    layers = pd.concat([earlier_layers.assign(source=source), layers.assign(source="this run"),
+                        _layers_of(timed_before, f"this run's simulator, the GPU times of {source}")])
+    jobs = pd.concat([earlier_jobs, jobs, timed_before])
     for frame, column in ((layers, "spearman"), (jobs, "time_error_%")):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
     summary = [{"config": config, "layers": len(group), "jobs": int((jobs["config"] == config).sum()),
                 "median_layer_spearman": round(group["spearman"].median(), 6) + 0.0,  # no -0
                 "median_abs_time_error_%": jobs.loc[jobs["config"] == config, "time_error_%"].abs().median()}
                for config, group in layers.groupby("config", sort=True)]
-    return pd.DataFrame(summary), layers[["config", "layer", "variants", "spearman", "source"]]
+    return pd.DataFrame(summary), layers[["config", "layer", "variants", "spearman", "source"]], timed_before
+
+
+def _timed_before(runs: list, found, earlier_jobs, label: dict, new: set):
+    """This run's simulator jobs of layers it has no GPU run of, set against the GPU time the earlier file gives the
+    same job (the same GPU measured it, beside whichever config): per job, its time error on a config that models
+    the GPU. Layers this run joined itself are left as they are."""
+    import pandas as pd
+
+    from simflow.analysis.fidelity import _name, models_gpu, simulated_mhz
+
+    measured = {(problem, job): float(ms) for problem, job, ms in
+                zip(earlier_jobs["problem"], earlier_jobs["job"], earlier_jobs["gpu_ms"], strict=True) if ms}
+    gpus = {r.environment.get("gpu", "") for r in runs if r.backend == "gpu"} - {""}
+    joined = set(zip(found.points["config"], found.points["problem"], found.points["job"], strict=True))
+    rows, seen = [], set()  # a run kept is read twice: from its store and from the kept folder
+    for run in runs:
+        config, job = label.get(run.config, run.config), _name(run)
+        if (run.run_id in seen or run.backend != "gpgpusim" or run.status != "passed"
+                or (config, run.problem.name) in new or (run.config, run.problem.name, job) in joined
+                or (run.problem.name, job) not in measured):
+            continue
+        seen.add(run.run_id)
+        gpu_ms, mhz = measured[(run.problem.name, job)], simulated_mhz(run)
+        sim_ms = run.metrics.get("gpu_sim_cycle", math.nan) / (mhz * 1e3)
+        models = any(models_gpu(config, gpu) for gpu in gpus)
+        rows.append({"config": config, "problem": run.problem.name, "job": job,
+                     "sim_cycles": run.metrics.get("gpu_sim_cycle"), "sim_ms": sim_ms, "gpu_ms": gpu_ms,
+                     "time_error_%": 100 * (sim_ms / gpu_ms - 1) if models else math.nan})
+    return pd.DataFrame(rows, columns=["config", "problem", "job", "sim_cycles", "sim_ms", "gpu_ms", "time_error_%"])
+
+
+def _layers_of(jobs, source: str):
+    """Per config and layer of `jobs` (two or more), the Spearman of simulated against GPU time (the Pearson of
+    their ranks)."""
+    import pandas as pd
+
+    rows = [{"config": config, "layer": layer, "variants": len(sub), "source": source,
+             "spearman": sub["sim_ms"].rank().corr(sub["gpu_ms"].rank())}
+            for (config, layer), sub in jobs.groupby(["config", "problem"], sort=True) if len(sub) >= 2]
+    return pd.DataFrame(rows, columns=["config", "layer", "variants", "spearman", "source"])
 
 
 def _runs(folder: Path) -> list:

@@ -175,3 +175,42 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     assert "| SM7_QV100 | 2 | 4 | 0 |" in combined  # two layers (1 and -1), four jobs
     assert "| SM7_QV100 | vgg16-conv1_1 | 2 | -1 | " in combined
     assert "| SM7_QV100 | batch3x3 | 2 | 1 | this run |" in combined
+
+
+def test_simulator_jobs_without_gpu_runs_meet_the_earlier_files_gpu_times(tmp_path):
+    """benchmarks/fidelity.py --earlier: a simulated job whose GPU run is gone (another session's machine) is set
+    against the GPU time the earlier file gives the same job; a run read twice (its store and the kept folder)
+    counts once, and a layer this run joined itself is left alone."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("fidelity_script", ROOT / "benchmarks" / "fidelity.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    with Store(tmp_path) as store:
+        for variant in ("global", "shared"):
+            sim = sim_record(tmp_path, variant)
+            (Path(sim.artifacts["run_dir"]) / "gpgpusim.config").write_text("-gpgpu_clock_domains 1000.0:1000.0\n")
+            store.add(dataclasses.replace(sim, job=dataclasses.replace(sim.job, config_name="H200")))
+        timed = gpu_record("gpu-global", "global", 1.0)
+        timed.environment["gpu"] = "NVIDIA H200"
+        store.add(timed)
+        runs = store.runs()
+    sims = {r.variant: r for r in runs if r.backend == "gpgpusim"}
+    jobs = {v: r.label(["variant", *r.params]) for v, r in sims.items()}
+    earlier = pd.DataFrame({"problem": ["batch3x3", "batch3x3"], "job": [jobs["global"], jobs["shared"]],
+                            "gpu_ms": ["0.5", "0.001"]})
+    found = SimpleNamespace(points=pd.DataFrame(columns=["config", "problem", "job"]))
+    rows = script._timed_before(runs + runs, found, earlier, {}, set())
+    assert sorted(rows["job"]) == sorted(jobs.values())  # each once
+    for _, row in rows.iterrows():
+        cycles = sims["global" if row["job"] == jobs["global"] else "shared"].metrics["gpu_sim_cycle"]
+        assert row["sim_ms"] == pytest.approx(cycles / 1e6)  # at the run's 1000 MHz
+        assert row["time_error_%"] == pytest.approx(100 * (row["sim_ms"] / row["gpu_ms"] - 1))
+    layer = script._layers_of(rows, "earlier")
+    expected = 1.0 if sims["global"].metrics["gpu_sim_cycle"] > sims["shared"].metrics["gpu_sim_cycle"] else -1.0
+    assert list(layer["variants"]) == [2] and layer["spearman"].iloc[0] == pytest.approx(expected)
+    assert script._timed_before(runs, found, earlier, {}, {("H200", "batch3x3")}).empty  # joined here already
