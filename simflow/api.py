@@ -497,11 +497,7 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
 
     reused = False
     if measured is not None:
-        try:
-            figures = json.loads(Path(measured).read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read measurements from {measured}: {exc}") from None
-        reused = True
+        figures, reused = _measurements(measured), True
     else:
         from .calibrate.measure import VERSION, identity, measure
         from .results.folders import write_text
@@ -529,13 +525,16 @@ def calibrate_check(config: str = "H200", measured: str | Path | None = None):
     from .sim.simulator import find_simulator
     from .sim.standalone import cuda11_toolkit
 
-    figures = None
-    if measured is not None:
-        try:
-            figures = json.loads(Path(measured).read_text())
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot read measurements from {measured}: {exc}") from None
+    figures = None if measured is None else _measurements(measured)
     return check(load_config(config), find_simulator(), cuda11_toolkit(), figures)
+
+
+def _measurements(path: str | Path) -> dict:
+    """A NAME.measured.json `simflow calibrate` wrote."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read measurements from {path}: {exc}") from None
 
 
 def doctor(*, probe_builds: bool = True, refresh: bool = False, require: list[str] | tuple[str, ...] = ()):
