@@ -21,8 +21,8 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", metavar="CONFIG",
                    help="no GPU: run the same microbenchmarks in GPGPU-Sim on CONFIG (a name or an overlay's path) "
                         "and set the simulated latencies and L2 bandwidth beside the measured ones (--from, "
-                        "default CONFIG's NAME.measured.json); needs CUDA 11.x and the simulator (about 20 "
-                        "minutes of a core on the H200 overlay's 132 SMs)")
+                        "default CONFIG's NAME.measured.json); needs CUDA 11.x and the simulator (11 minutes "
+                        "of CPU time on the H200 overlay's 132 SMs)")
     _output_args(p, "the figures, measured and simulated, and the kept simulator log")
 
 
