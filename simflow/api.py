@@ -479,12 +479,14 @@ def correlate(*filters: str, metrics: list[str] | None = None, results: str | Pa
 
 @dataclass
 class Calibration:
-    """What `calibrate` did: the overlay and measurement files, the figures, and whether they came from the cache."""
+    """What `calibrate` did: the overlay and measurement files, the figures, whether they came from the cache, and
+    the check folded in (NAME.check.json beside the overlay), if any."""
 
     config: Path
     measured: Path
     figures: dict
     reused: bool
+    folded: Path | None = None
 
 
 def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool = False,
@@ -513,20 +515,24 @@ def calibrate(*, name: str | None = None, output: str | Path = ".", again: bool 
             figures = measure(progress)
             cached.parent.mkdir(parents=True, exist_ok=True)
             write_text(cached, json.dumps(figures, indent=2, sort_keys=True) + "\n")
-    toml, kept = write(Path(output), name or config_name(figures["gpu"]), figures)
-    return Calibration(toml, kept, figures, reused)
+    name = name or config_name(figures["gpu"])
+    folded = Path(output) / f"{name}.check.json"  # a `calibrate --check --fold` of this overlay: folded in again
+    check = _measurements(folded) if folded.is_file() else None
+    toml, kept = write(Path(output), name, figures, check)
+    return Calibration(toml, kept, figures, reused, folded if check else None)
 
 
-def calibrate_check(config: str = "H200", measured: str | Path | None = None):
+def calibrate_check(config: str = "H200", measured: str | Path | None = None, fold: bool = False):
     """Calibrate's microbenchmarks run in GPGPU-Sim on `config` (a name or an overlay's path), beside the GPU's
-    figures (`measured`, default NAME.measured.json beside the overlay): a simflow.calibrate.check.Check."""
+    figures (`measured`, default NAME.measured.json beside the overlay): a simflow.calibrate.check.Check. `fold`
+    keeps the check beside the overlay and writes the overlay again with it folded in."""
     from .calibrate.check import check
     from .sim.config import load_config
     from .sim.simulator import find_simulator
     from .sim.standalone import cuda11_toolkit
 
     figures = None if measured is None else _measurements(measured)
-    return check(load_config(config), find_simulator(), cuda11_toolkit(), figures)
+    return check(load_config(config), find_simulator(), cuda11_toolkit(), figures, fold=fold)
 
 
 def _measurements(path: str | Path) -> dict:

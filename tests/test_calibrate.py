@@ -206,3 +206,101 @@ def test_the_simulated_chases_compile_to_the_32_bit_clock(tmp_path):
     for name in ("cal_chase", "cal_chase_cg", "cal_chase_shared"):
         assert "%clock;" in bodies[name] and "%clock64" not in bodies[name], name
     assert "%clock64" in bodies["cal_spin"]  # the GPU's SM clock probe, never launched in the simulator
+
+
+def _recorded_check(options: dict | None = None) -> dict:
+    """The fixture's check (the H200 overlay 7a4e6fdc in the simulator) as NAME.check.json keeps it."""
+    from simflow.calibrate.check import figures
+    from simflow.calibrate.overlay import check_record
+    from simflow.sim.config import config_key, load_config
+
+    config = load_config("H200")
+    simulated = {f.name: f.simulated for f in figures(_check_text(), MEASURED)}
+    return check_record(config_key(config), options or dict(config.options), simulated, "2026-12-01", "fixture")
+
+
+def _simulated_machine(options: dict, own: dict) -> dict:
+    """A simulated machine that adds `own` cycles past the options to each chase (a miss waits in the L1's queue
+    and the L2's, as GPGPU-Sim's do) and delivers own['share'] of the L2 bandwidth its clock gives."""
+    l1, rop, dram = options["gpgpu_l1_latency"], options["gpgpu_l2_rop_latency"], options["dram_latency"]
+    l2_mhz = float(options["gpgpu_clock_domains"].split(":")[2])
+    return {"l1_latency_cycles": l1 + own["l1"], "shared_latency_cycles": options["gpgpu_smem_latency"] + own["shared"],
+            "l2_latency_cycles": l1 + rop + own["l2"], "dram_latency_cycles": l1 + rop + dram + own["dram"],
+            "l2_bandwidth_gbs": own["share"] * 64 * 32 * l2_mhz / 1e3}
+
+
+def test_a_check_folded_in_sets_each_latency_less_what_the_simulated_chase_adds():
+    """The recorded check: the simulated L1 chase took 62 cycles with 40 set (22 of its own), shared 49 with 29, and
+    the L2 read gave 0.656 of what 64 slices x 32 B at 2847 MHz allow: the folded overlay sets 18 and 9 and raises
+    the interconnect and L2 clock by 1 / 0.656."""
+    from simflow.calibrate.overlay import fold
+
+    check = _recorded_check()
+    f = fold(check)
+    assert f.l1 == pytest.approx(22.0) and f.shared == pytest.approx(20.02)
+    assert f.l2_share == pytest.approx(0.6556, rel=1e-3)
+    by = {s.option: s for s in settings(MEASURED, check)}
+    assert by["gpgpu_l1_latency"].value == 18 and by["gpgpu_smem_latency"].value == 9
+    assert by["gpgpu_l2_rop_latency"].value == round(286.8 + 10.84) - 18 and by["dram_latency"].value == 243
+    core, icnt, l2, dram = (float(x) for x in by["gpgpu_clock_domains"].value.split(":"))
+    assert icnt == l2 == pytest.approx(2847.0 / f.l2_share, abs=0.1) and core == pytest.approx(1977.4)
+    assert all(by[o].source == "derived" for o in ("gpgpu_l1_latency", "gpgpu_smem_latency", "dram_latency"))
+    assert "simulated chase's own +22.0" in by["gpgpu_l1_latency"].how and "7a4e6fdc" in by["gpgpu_clock_domains"].how
+    text = overlay_text("H200", MEASURED, check)
+    assert "# Folded in: `calibrate --check` of options 7a4e6fdc, 2026-12-01 (H200.check.json)" in text
+    assert parse_overlay(text, "H200").options["gpgpu_l1_latency"] == "18"
+
+
+@pytest.mark.parametrize("own", [{"l1": 22.0, "shared": 20.0, "l2": -10.8, "dram": 4.9, "share": 0.656},
+                                 {"l1": 5.0, "shared": 3.0, "l2": 30.0, "dram": -12.0, "share": 1.0}])
+def test_a_machine_whose_own_cycles_stay_put_shows_the_measured_figures_once_folded(own):
+    """Fold a check of a machine that adds fixed cycles of its own to each chase: the folded overlay, run on the same
+    machine, gives every figure measured (to the rounding of the integer options), whatever the overlay checked."""
+    from simflow.calibrate.overlay import check_record
+
+    first = {s.option: s.value for s in settings(MEASURED)}
+    check = check_record("0" * 16, first, _simulated_machine(first, own), "2026-12-01", "model")
+    folded = {s.option: s.value for s in settings(MEASURED, check)}
+    shown = _simulated_machine(folded, own)
+    for name in ("l1_latency_cycles", "shared_latency_cycles", "l2_latency_cycles", "dram_latency_cycles"):
+        assert shown[name] == pytest.approx(MEASURED[name], abs=1.5), name
+    assert shown["l2_bandwidth_gbs"] == pytest.approx(MEASURED["l2_bandwidth_gbs"], rel=1e-4)
+    # folding a check of the folded overlay changes nothing: the fold is a fixed point on such a machine
+    again = check_record("1" * 16, folded, shown, "2026-12-01", "model")
+    assert {s.option: s.value for s in settings(MEASURED, again)} == folded
+
+
+def test_fold_into_keeps_the_check_and_writes_the_overlay_again(tmp_path):
+    from simflow.calibrate.check import Check, figures, fold_into
+    from simflow.errors import UserError
+    from simflow.sim.config import load_config
+
+    (tmp_path / "mine.toml").write_text((CONFIGS / "H200.toml").read_text())
+    found = Check("mine", figures(_check_text(), MEASURED), tmp_path / "sim.log", "build")
+    config = load_config(str(tmp_path / "mine.toml"))
+    with pytest.raises(UserError, match="has none beside it .*--from NAME.measured.json"):
+        fold_into(config, found, {})
+    with pytest.raises(UserError, match="SM7_QV100.toml: the config sets no gpgpu_l1_latency"):
+        fold_into(load_config("SM7_QV100"), found, MEASURED)  # a tested config: never written by calibrate
+    done = fold_into(config, found, MEASURED)
+    assert done.folded == (tmp_path / "mine.check.json", tmp_path / "mine.toml")
+    kept = json.loads((tmp_path / "mine.check.json").read_text())
+    assert kept["options"]["gpgpu_l1_latency"] == 40 and kept["simulated"]["l1_latency_cycles"] == 62.0
+    assert kept["simulator"] == "build" and kept["options_key"].startswith("7a4e6fdc")
+    assert (tmp_path / "mine.toml").read_text() == overlay_text("mine", MEASURED, kept)
+    assert json.loads((tmp_path / "mine.measured.json").read_text()) == MEASURED
+    # an overlay that sets no latency (not one calibrate made) is refused, the option named
+    (tmp_path / "other.toml").write_text('base = "SM7_QV100"\n[options]\ngpgpu_n_clusters = 8\n')
+    with pytest.raises(UserError, match="sets no gpgpu_l1_latency.*only an overlay `simflow calibrate` wrote"):
+        fold_into(load_config(str(tmp_path / "other.toml")), found, MEASURED)
+
+
+def test_calibrate_folds_in_the_check_beside_the_overlay(tmp_path):
+    check = _recorded_check()
+    (tmp_path / "mine.check.json").write_text(json.dumps(check))
+    proc = simflow("calibrate", "--from", str(CONFIGS / "H200.measured.json"), "-d", str(tmp_path), "--name", "mine")
+    assert proc.returncode == 0, proc.stderr
+    assert "folded in: mine.check.json" in proc.stdout
+    assert (tmp_path / "mine.toml").read_text() == overlay_text("mine", MEASURED, check)
+    bad = simflow("calibrate", "--fold")
+    assert bad.returncode == 1 and "give --check CONFIG with it" in bad.stderr

@@ -23,7 +23,7 @@ from ..errors import ToolError, UserError
 from ..kernels.toolkits import Toolkit, cuda_install_path
 from ..resources import cache_dir, templates_dir
 from ..results.folders import write_text
-from ..sim.config import SimConfig, write_run_config
+from ..sim.config import SimConfig, config_key, write_run_config
 from ..sim.log import parse_text
 from ..sim.simulator import Simulator, environment
 from ..sim.standalone import build_program
@@ -52,9 +52,12 @@ class Check:
     config: str
     figures: list[Figure]
     log: Path
+    build: str = ""  # the simulator's build string, as its log gives it
+    folded: tuple[Path, ...] = ()  # with --fold: NAME.check.json and the overlay written again
 
     def as_dict(self) -> dict:
-        return {"config": self.config, "log": str(self.log),
+        return {"config": self.config, "log": str(self.log), "build": self.build,
+                "folded": [str(p) for p in self.folded],
                 "figures": [{"figure": f.name, "unit": f.unit, "measured": f.measured, "simulated": f.simulated,
                              "ratio": f.ratio} for f in self.figures]}
 
@@ -92,6 +95,27 @@ def core_mhz(options: dict[str, str]) -> float:
         raise ToolError("the simulator log gives no gpgpu_clock_domains: cannot turn cycles into GB/s") from None
 
 
+def fold_into(config: SimConfig, found: Check, measured: dict) -> Check:
+    """Keep the check beside the overlay (NAME.check.json) and write the overlay again from its measurements with
+    the check folded in (simflow.calibrate.overlay.fold): each latency less what the simulated machine adds, the
+    L2 clock over the share of its bandwidth the simulated interconnect gives."""
+    from .overlay import check_record, write
+
+    if config.path is None or not measured:
+        raise UserError(f"--fold writes an overlay `simflow calibrate` made, from its measurements: {config.name} "
+                        "has none beside it (give --from NAME.measured.json where they are elsewhere)")
+    try:
+        record = check_record(config_key(config), config.options, {f.name: f.simulated for f in found.figures},
+                              time.strftime("%Y-%m-%d", time.gmtime()), found.build)
+    except ValueError as exc:
+        raise UserError(f"cannot fold the check into {config.path}: {exc}") from None
+    folder, name = config.path.parent, config.path.stem
+    kept = folder / f"{name}.check.json"
+    write_text(kept, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    toml, _ = write(folder, name, measured, record)
+    return Check(found.config, found.figures, found.log, found.build, (kept, toml))
+
+
 def figures(text: str, measured: dict) -> list[Figure]:
     """What the simulated program printed and its log counted, beside the GPU's figures."""
     printed = {name: float(value) for name, value in _LINE.findall(text)}
@@ -108,8 +132,10 @@ def figures(text: str, measured: dict) -> list[Figure]:
     return out
 
 
-def check(config: SimConfig, sim: Simulator, toolkit: Toolkit, measured: dict | None = None) -> Check:
-    """Run the microbenchmarks under the simulator on `config`; the log is kept in simflow's cache."""
+def check(config: SimConfig, sim: Simulator, toolkit: Toolkit, measured: dict | None = None,
+          fold: bool = False) -> Check:
+    """Run the microbenchmarks under the simulator on `config`; the log is kept in simflow's cache. `fold`: then
+    fold what it saw into the overlay (fold_into)."""
     measured = measured_beside(config) if measured is None else measured
     sms = int(config.options.get("gpgpu_n_clusters", 80)) * int(config.options.get("gpgpu_n_cores_per_cluster", 1))
     l2_bytes = int(measured.get("l2_bytes", 6 << 20))
@@ -134,6 +160,7 @@ def check(config: SimConfig, sim: Simulator, toolkit: Toolkit, measured: dict | 
     log = folder / "sim.log"
     write_text(log, text)
     try:
-        return Check(config.name, figures(text, measured), log)
+        found = Check(config.name, figures(text, measured), log, parse_text(text).build)
     except ToolError as exc:
         raise ToolError(f"{exc}; exit code {code}; the log: {log}") from None
+    return fold_into(config, found, measured) if fold else found

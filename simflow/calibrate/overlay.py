@@ -9,8 +9,13 @@ comes from:
 - derived: computed from measured figures, the formula in words;
 - set: a structural choice the simulator needs (its address hash takes 16, 32 or 64 L2 slices);
 
-and every other option is kept from the base, the most important of them listed in the file's header. This
-module is pure: the same measurements give the same file.
+and every other option is kept from the base, the most important of them listed in the file's header.
+
+An option sets one part of a path; what a chase measures end to end also holds the PTX around each load, the
+interconnect and the queues. `simflow calibrate --check --fold` runs the same microbenchmarks in the simulator and
+keeps what it saw (NAME.check.json): the overlay then takes each latency less what the simulated machine adds
+around it, and the L2 clock over the share of its bandwidth the simulated interconnect delivers (fold()). This
+module is pure: the same measurements and check give the same file.
 """
 
 from __future__ import annotations
@@ -39,6 +44,42 @@ KEPT = ("the CTA launch latency, and the kernel launch latency where the measure
 
 
 @dataclass(frozen=True)
+class Fold:
+    """What a simulated machine adds to calibrate's chases beyond the options that set them, and the share of the
+    L2 bandwidth its clock gives that it delivers: read off one `calibrate --check` (check_record's dict)."""
+
+    l1: float  # cycles a simulated L1 chase step takes past gpgpu_l1_latency
+    shared: float  # past gpgpu_smem_latency
+    l2: float  # an L2 step past gpgpu_l1_latency + gpgpu_l2_rop_latency (a miss waits in the L1's queue too)
+    dram: float  # a DRAM step past those and dram_latency
+    l2_share: float  # the simulated L2 read bandwidth over slices x port x the L2 clock
+    source: str  # which check, in words
+
+
+def fold(check: dict) -> Fold:
+    """The simulated machine's own share of each figure, from a check of an overlay this module wrote."""
+    o, s = check["options"], check["simulated"]
+    l1, rop, dram = o["gpgpu_l1_latency"], o["gpgpu_l2_rop_latency"], o["dram_latency"]
+    l2_mhz = float(o["gpgpu_clock_domains"].split(":")[2])
+    return Fold(l1=s["l1_latency_cycles"] - l1, shared=s["shared_latency_cycles"] - o["gpgpu_smem_latency"],
+                l2=s["l2_latency_cycles"] - l1 - rop, dram=s["dram_latency_cycles"] - l1 - rop - dram,
+                l2_share=s["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES * l2_mhz),
+                source=f"`calibrate --check` of options {check['options_key'][:8]}, {check['date']}")
+
+
+def check_record(config_key: str, options: dict[str, str], simulated: dict[str, float], date: str,
+                 simulator: str) -> dict:
+    """What NAME.check.json keeps of a check: the options that set the figures, the figures simulated."""
+    keep = ("gpgpu_l1_latency", "gpgpu_smem_latency", "gpgpu_l2_rop_latency", "dram_latency", "gpgpu_clock_domains")
+    missing = [k for k in keep if k not in options]
+    if missing:
+        raise ValueError(f"the config sets no {', '.join(missing)}: only an overlay `simflow calibrate` wrote folds")
+    return {"options_key": config_key, "date": date, "simulator": simulator,
+            "options": {k: options[k] if k == "gpgpu_clock_domains" else int(options[k]) for k in keep},
+            "simulated": {k: round(v, 2) for k, v in simulated.items()}}
+
+
+@dataclass(frozen=True)
 class Setting:
     option: str
     value: int | float | str
@@ -50,16 +91,22 @@ def _mhz(value: float) -> str:
     return f"{value:.1f}"
 
 
-def settings(m: dict) -> list[Setting]:
-    """The options to change, each with its source and how."""
+def settings(m: dict, check: dict | None = None) -> list[Setting]:
+    """The options to change, each with its source and how; `check` (a NAME.check.json) folds in what the
+    simulated machine adds (fold())."""
     sms, clock = int(m["sms"]), float(m["clock_mhz"])
     dram_mhz = m["dram_bandwidth_gbs"] * 1e3 / (N_MEM * DRAM_BUS_BYTES * DRAM_DATA_RATE)
-    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES)
+    f = fold(check) if check else Fold(0.0, 0.0, 0.0, 0.0, 1.0, "")
+    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES * f.l2_share)
     l2_ways = max(1, round(m["l2_bytes"] / (SLICES * L2_SETS * L2_LINE)))
     shared_kb = m["shared_per_sm_bytes"] // 1024
     unified_kb = max(math.ceil(shared_kb / 32) * 32, m["l1_bytes"] // 1024)
     carveouts = sorted({0, 8, 16, 32, 64, *range(96, shared_kb, 32), shared_kb})
-    l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
+    # each option: the figure measured less what the simulated machine adds to it (nothing without a check)
+    set_l1 = max(1, round(m["l1_latency_cycles"] - f.l1))
+    set_smem = max(2, round(m["shared_latency_cycles"] - f.shared))  # the simulator asserts more than 1
+    set_rop = max(1, round(m["l2_latency_cycles"] - f.l2) - set_l1)
+    set_dram = max(1, round(m["dram_latency_cycles"] - f.dram) - set_l1 - set_rop)
     issue = m["warp_fma_issue_per_sm_per_cycle"]
     lanes = m["fma_per_sm_per_cycle"] / SCHEDULERS  # FP32 lanes a scheduler's unit
     fp = max(1, round(32 / lanes))  # cycles a warp's FP32 add, mul or fma holds its unit
@@ -75,7 +122,9 @@ def settings(m: dict) -> list[Setting]:
                 f"core at the SM clock measured ({clock:.0f} MHz: clock64 against events); interconnect and L2 "
                 f"so that {SLICES} slices x {L2_PORT_BYTES} B give the measured L2 read bandwidth "
                 f"({m['l2_bandwidth_gbs']:.0f} GB/s; at the SM clock they would give "
-                f"{SLICES * L2_PORT_BYTES * clock / 1e3:.0f}); DRAM so that {N_MEM} channels x "
+                f"{SLICES * L2_PORT_BYTES * clock / 1e3:.0f})"
+                + (f" over the {f.l2_share:.3f} of it the simulated interconnect delivered ({f.source})" if check
+                   else "") + f"; DRAM so that {N_MEM} channels x "
                 f"{DRAM_BUS_BYTES} B x {DRAM_DATA_RATE} give the measured copy bandwidth "
                 f"({m['dram_bandwidth_gbs']:.0f} GB/s read + written)"),
         Setting("gpgpu_n_mem", N_MEM, "set", "memory channels (64 L2 slices with 2 each: IPOLY's largest)"),
@@ -105,17 +154,39 @@ def settings(m: dict) -> list[Setting]:
                 f"FP32 add, mul and mad take a warp every {fp} cycle(s) on each scheduler's unit: "
                 f"{m['fma_per_sm_per_cycle']:.0f} FMA per SM a cycle measured ({issue:.2f} warp instructions), "
                 f"{lanes:.0f} lanes a unit (the base's {BASE_INITIATION_FP[0]}: Volta's 16); max and div as the base"),
-        Setting("gpgpu_l1_latency", l1, "measured", "L1 hit load-to-use, cycles (pointer chase)"),
-        Setting("gpgpu_smem_latency", round(m["shared_latency_cycles"]), "measured",
-                "shared-memory load-to-use, cycles (pointer chase)"),
-        Setting("gpgpu_l2_rop_latency", max(1, l2 - l1), "derived",
-                f"L2 hit latency measured ({l2} cycles, loads past L1) less the L1's ({l1})"),
-        Setting("dram_latency", max(1, dram - l2), "derived",
-                f"DRAM latency measured ({dram} cycles, a 1 GiB chase a page apart) less the L2's ({l2})"),
+        *_latencies(m, f if check else None, (set_l1, set_smem, set_rop, set_dram)),
     ]
 
 
-def overlay_text(name: str, m: dict) -> str:
+def _latencies(m: dict, f: Fold | None, values: tuple[int, int, int, int]) -> list[Setting]:
+    """The four latency options, each saying how it came from the chases (and the check folded in, if any)."""
+    set_l1, set_smem, set_rop, set_dram = values
+    if f is None:
+        l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
+        return [
+            Setting("gpgpu_l1_latency", set_l1, "measured", "L1 hit load-to-use, cycles (pointer chase)"),
+            Setting("gpgpu_smem_latency", set_smem, "measured", "shared-memory load-to-use, cycles (pointer chase)"),
+            Setting("gpgpu_l2_rop_latency", set_rop, "derived",
+                    f"L2 hit latency measured ({l2} cycles, loads past L1) less the L1's ({l1})"),
+            Setting("dram_latency", set_dram, "derived",
+                    f"DRAM latency measured ({dram} cycles, a 1 GiB chase a page apart) less the L2's ({l2})")]
+
+    return [
+        Setting("gpgpu_l1_latency", set_l1, "derived",
+                f"L1 hit measured ({m['l1_latency_cycles']:.1f} cycles, pointer chase) less the simulated chase's "
+                f"own {f.l1:+.1f} past this option (the PTX around its load)"),
+        Setting("gpgpu_smem_latency", set_smem, "derived",
+                f"shared-memory load measured ({m['shared_latency_cycles']:.1f} cycles) less the simulated chase's "
+                f"own {f.shared:+.1f} past this option"),
+        Setting("gpgpu_l2_rop_latency", set_rop, "derived",
+                f"L2 hit measured ({m['l2_latency_cycles']:.1f} cycles) less the simulated chase's own "
+                f"{f.l2:+.1f} past this option and the L1's, less the L1's ({set_l1})"),
+        Setting("dram_latency", set_dram, "derived",
+                f"DRAM measured ({m['dram_latency_cycles']:.1f} cycles) less the simulated chase's own "
+                f"{f.dram:+.1f} past the three latencies, less the L1's and L2's ({set_l1 + set_rop})")]
+
+
+def overlay_text(name: str, m: dict, check: dict | None = None) -> str:
     """The overlay's TOML: what was measured in the header, then each option with its source."""
     head = [f"# {name}: {m['gpu']} (compute {m['compute_capability']}), calibrated by `simflow calibrate`.",
             f"# Measured: {m['sms']} SMs at {m['clock_mhz']:.0f} MHz; L1 hit {m['l1_latency_cycles']:.0f}, shared "
@@ -126,9 +197,14 @@ def overlay_text(name: str, m: dict) -> str:
             "per SM a cycle.",
             f"# Every figure: {name}.measured.json beside this file. Kept from {BASE}, not measured:"]
     head += [f"#   - {line}" for line in KEPT]
+    if check:
+        f = fold(check)
+        head.append(f"# Folded in: {f.source} ({name}.check.json): past its options the simulated machine added "
+                    f"{f.l1:.1f} cycles to an L1 step, {f.shared:.1f} to a shared one, {f.l2:.1f} to an L2 one, "
+                    f"{f.dram:.1f} to a DRAM one, and gave {f.l2_share:.3f} of the L2 bandwidth its clock allows.")
     body = [f'base = "{BASE}"', f'description = "{m["gpu"]}: {m["sms"]} SMs, {m["clock_mhz"]:.0f} MHz, '
             f'{m["l2_bytes"] / 2**20:.0f} MiB L2, calibrated"', "", "[options]"]
-    for s in settings(m):
+    for s in settings(m, check):
         value = f'"{s.value}"' if isinstance(s.value, str) else str(s.value)
         key = f'"{s.option}"' if not re.fullmatch(r"[A-Za-z0-9_-]+", s.option) else s.option
         body.append(f"# {s.source}: {s.how}")
@@ -142,12 +218,13 @@ def config_name(gpu: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "GPU"
 
 
-def write(folder: Path, name: str, m: dict) -> tuple[Path, Path]:
-    """NAME.toml and NAME.measured.json in `folder`, each written whole or not at all."""
+def write(folder: Path, name: str, m: dict, check: dict | None = None) -> tuple[Path, Path]:
+    """NAME.toml and NAME.measured.json in `folder`, each written whole or not at all (NAME.check.json, the check
+    folded in, is the caller's)."""
     from ..results.folders import write_text
 
     folder.mkdir(parents=True, exist_ok=True)
     toml, measured = folder / f"{name}.toml", folder / f"{name}.measured.json"
     write_text(measured, json.dumps(m, indent=2, sort_keys=True) + "\n")
-    write_text(toml, overlay_text(name, m))
+    write_text(toml, overlay_text(name, m, check))
     return toml, measured
