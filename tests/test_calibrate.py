@@ -15,10 +15,11 @@ from simflow.sim.config import parse_overlay
 
 CONFIGS = ROOT / "gpgpusim_configs"
 MEASURED = json.loads((CONFIGS / "H200.measured.json").read_text())
+CHECKED = json.loads((CONFIGS / "H200.check.json").read_text())  # the simulator check folded into H200.toml
 
 
-def test_the_committed_h200_config_is_what_its_measurements_give():
-    assert overlay_text("H200", MEASURED) == (CONFIGS / "H200.toml").read_text()
+def test_the_committed_h200_config_is_what_its_measurements_and_check_give():
+    assert overlay_text("H200", MEASURED, CHECKED) == (CONFIGS / "H200.toml").read_text()
 
 
 def test_every_option_says_where_its_value_comes_from():
@@ -208,24 +209,25 @@ def test_the_simulated_chases_compile_to_the_32_bit_clock(tmp_path):
     assert "%clock64" in bodies["cal_spin"]  # the GPU's SM clock probe, never launched in the simulator
 
 
-def _recorded_check(options: dict | None = None) -> dict:
-    """The fixture's check (the H200 overlay 7a4e6fdc in the simulator) as NAME.check.json keeps it."""
+def _recorded_check() -> dict:
+    """The fixture's check (the overlay of the measurements alone, options 7a4e6fdc, in the simulator) as
+    NAME.check.json keeps it."""
     from simflow.calibrate.check import figures
     from simflow.calibrate.overlay import check_record
-    from simflow.sim.config import config_key, load_config
+    from simflow.sim.config import config_key
 
-    config = load_config("H200")
+    config = parse_overlay(overlay_text("H200", MEASURED), "H200")
     simulated = {f.name: f.simulated for f in figures(_check_text(), MEASURED)}
-    return check_record(config_key(config), options or dict(config.options), simulated, "2026-12-01", "fixture")
+    return check_record(config_key(config), dict(config.options), simulated, "2026-12-01", "fixture")
 
 
 def _simulated_machine(options: dict, own: dict) -> dict:
-    """A simulated machine that adds `own` cycles past the options to each chase (a miss waits in the L1's queue
-    and the L2's, as GPGPU-Sim's do) and delivers own['share'] of the L2 bandwidth its clock gives."""
+    """A simulated machine that adds `own` cycles past the options to each chase (the L2 and DRAM chases load past
+    L1 and skip its queue, as in GPGPU-Sim) and delivers own['share'] of the L2 bandwidth its clock gives."""
     l1, rop, dram = options["gpgpu_l1_latency"], options["gpgpu_l2_rop_latency"], options["dram_latency"]
     l2_mhz = float(options["gpgpu_clock_domains"].split(":")[2])
     return {"l1_latency_cycles": l1 + own["l1"], "shared_latency_cycles": options["gpgpu_smem_latency"] + own["shared"],
-            "l2_latency_cycles": l1 + rop + own["l2"], "dram_latency_cycles": l1 + rop + dram + own["dram"],
+            "l2_latency_cycles": rop + own["l2"], "dram_latency_cycles": rop + dram + own["dram"],
             "l2_bandwidth_gbs": own["share"] * 64 * 32 * l2_mhz / 1e3}
 
 
@@ -241,7 +243,8 @@ def test_a_check_folded_in_sets_each_latency_less_what_the_simulated_chase_adds(
     assert f.l2_share == pytest.approx(0.6556, rel=1e-3)
     by = {s.option: s for s in settings(MEASURED, check)}
     assert by["gpgpu_l1_latency"].value == 18 and by["gpgpu_smem_latency"].value == 9
-    assert by["gpgpu_l2_rop_latency"].value == round(286.8 + 10.84) - 18 and by["dram_latency"].value == 243
+    # the L2 chase took 276.2 with 247 set (29.2 of its own), the DRAM chase 549.9 with 247 + 258 (44.9)
+    assert by["gpgpu_l2_rop_latency"].value == 258 and by["dram_latency"].value == round(545.4 - 44.85) - 258
     core, icnt, l2, dram = (float(x) for x in by["gpgpu_clock_domains"].value.split(":"))
     assert icnt == l2 == pytest.approx(2847.0 / f.l2_share, abs=0.1) and core == pytest.approx(1977.4)
     assert all(by[o].source == "derived" for o in ("gpgpu_l1_latency", "gpgpu_smem_latency", "dram_latency"))
@@ -251,7 +254,7 @@ def test_a_check_folded_in_sets_each_latency_less_what_the_simulated_chase_adds(
     assert parse_overlay(text, "H200").options["gpgpu_l1_latency"] == "18"
 
 
-@pytest.mark.parametrize("own", [{"l1": 22.0, "shared": 20.0, "l2": -10.8, "dram": 4.9, "share": 0.656},
+@pytest.mark.parametrize("own", [{"l1": 22.0, "shared": 20.0, "l2": 29.2, "dram": 44.9, "share": 0.656},
                                  {"l1": 5.0, "shared": 3.0, "l2": 30.0, "dram": -12.0, "share": 1.0}])
 def test_a_machine_whose_own_cycles_stay_put_shows_the_measured_figures_once_folded(own):
     """Fold a check of a machine that adds fixed cycles of its own to each chase: the folded overlay, run on the same
@@ -275,7 +278,7 @@ def test_fold_into_keeps_the_check_and_writes_the_overlay_again(tmp_path):
     from simflow.errors import UserError
     from simflow.sim.config import load_config
 
-    (tmp_path / "mine.toml").write_text((CONFIGS / "H200.toml").read_text())
+    (tmp_path / "mine.toml").write_text(overlay_text("mine", MEASURED))  # options 7a4e6fdc, as the fixture ran
     found = Check("mine", figures(_check_text(), MEASURED), tmp_path / "sim.log", "build")
     config = load_config(str(tmp_path / "mine.toml"))
     with pytest.raises(UserError, match="has none beside it .*--from NAME.measured.json"):
@@ -304,3 +307,30 @@ def test_calibrate_folds_in_the_check_beside_the_overlay(tmp_path):
     assert (tmp_path / "mine.toml").read_text() == overlay_text("mine", MEASURED, check)
     bad = simflow("calibrate", "--fold")
     assert bad.returncode == 1 and "give --check CONFIG with it" in bad.stderr
+
+
+KEPT_CHECKS = ROOT / "benchmarks" / "results" / "calibrate-check-h200-2026-12-01"
+
+
+@pytest.mark.parametrize("log, is_the_check_folded_in", [("check-folded-once.log.gz", True),
+                                                         ("check-folded-twice.log.gz", False)])
+def test_the_committed_overlay_shows_in_the_simulator_what_the_gpu_measured(log, is_the_check_folded_in):
+    """The simulator checks kept (2026-12-01): the one of the overlay folded once is H200.check.json, and the one of
+    the committed H200.toml (the same options, read back from its log) shows every figure within 3 % of the GPU's."""
+    import gzip
+
+    from simflow.calibrate.check import figures
+    from simflow.sim.log import parse_text
+
+    text = gzip.decompress((KEPT_CHECKS / log).read_bytes()).decode()
+    found = {f.name: f for f in figures(text, MEASURED)}
+    ran = parse_text(text).options
+    if is_the_check_folded_in:
+        assert {k: round(f.simulated, 2) for k, f in found.items()} == CHECKED["simulated"]
+        assert all(str(v) == ran[k] for k, v in CHECKED["options"].items())
+        return
+    committed = parse_overlay((CONFIGS / "H200.toml").read_text(), "H200").options
+    for option in ("gpgpu_l1_latency", "gpgpu_smem_latency", "gpgpu_l2_rop_latency", "dram_latency",
+                   "gpgpu_clock_domains", "gpgpu_n_clusters"):
+        assert ran[option] == committed[option], option
+    assert all(f.ratio == pytest.approx(1, abs=0.03) for f in found.values()), {k: f.ratio for k, f in found.items()}

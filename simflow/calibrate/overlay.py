@@ -50,8 +50,8 @@ class Fold:
 
     l1: float  # cycles a simulated L1 chase step takes past gpgpu_l1_latency
     shared: float  # past gpgpu_smem_latency
-    l2: float  # an L2 step past gpgpu_l1_latency + gpgpu_l2_rop_latency (a miss waits in the L1's queue too)
-    dram: float  # a DRAM step past those and dram_latency
+    l2: float  # an L2 step past gpgpu_l2_rop_latency (the L2 and DRAM chases load past L1, .cg, as on the GPU:
+    dram: float  # a DRAM step past that and dram_latency;  such loads skip the simulated L1's latency queue)
     l2_share: float  # the simulated L2 read bandwidth over slices x port x the L2 clock
     source: str  # which check, in words
 
@@ -62,7 +62,7 @@ def fold(check: dict) -> Fold:
     l1, rop, dram = o["gpgpu_l1_latency"], o["gpgpu_l2_rop_latency"], o["dram_latency"]
     l2_mhz = float(o["gpgpu_clock_domains"].split(":")[2])
     return Fold(l1=s["l1_latency_cycles"] - l1, shared=s["shared_latency_cycles"] - o["gpgpu_smem_latency"],
-                l2=s["l2_latency_cycles"] - l1 - rop, dram=s["dram_latency_cycles"] - l1 - rop - dram,
+                l2=s["l2_latency_cycles"] - rop, dram=s["dram_latency_cycles"] - rop - dram,
                 l2_share=s["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES * l2_mhz),
                 source=f"`calibrate --check` of options {check['options_key'][:8]}, {check['date']}")
 
@@ -105,8 +105,12 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
     # each option: the figure measured less what the simulated machine adds to it (nothing without a check)
     set_l1 = max(1, round(m["l1_latency_cycles"] - f.l1))
     set_smem = max(2, round(m["shared_latency_cycles"] - f.shared))  # the simulator asserts more than 1
-    set_rop = max(1, round(m["l2_latency_cycles"] - f.l2) - set_l1)
-    set_dram = max(1, round(m["dram_latency_cycles"] - f.dram) - set_l1 - set_rop)
+    if check:
+        set_rop = max(1, round(m["l2_latency_cycles"] - f.l2))
+        set_dram = max(1, round(m["dram_latency_cycles"] - f.dram) - set_rop)
+    else:  # no check: an L2 hit is an L1 lookup and the rest; a DRAM access an L2 miss and the rest
+        set_rop = max(1, round(m["l2_latency_cycles"]) - set_l1)
+        set_dram = max(1, round(m["dram_latency_cycles"]) - round(m["l2_latency_cycles"]))
     issue = m["warp_fma_issue_per_sm_per_cycle"]
     lanes = m["fma_per_sm_per_cycle"] / SCHEDULERS  # FP32 lanes a scheduler's unit
     fp = max(1, round(32 / lanes))  # cycles a warp's FP32 add, mul or fma holds its unit
@@ -179,11 +183,11 @@ def _latencies(m: dict, f: Fold | None, values: tuple[int, int, int, int]) -> li
                 f"shared-memory load measured ({m['shared_latency_cycles']:.1f} cycles) less the simulated chase's "
                 f"own {f.shared:+.1f} past this option"),
         Setting("gpgpu_l2_rop_latency", set_rop, "derived",
-                f"L2 hit measured ({m['l2_latency_cycles']:.1f} cycles) less the simulated chase's own "
-                f"{f.l2:+.1f} past this option and the L1's, less the L1's ({set_l1})"),
+                f"L2 hit measured ({m['l2_latency_cycles']:.1f} cycles, loads past L1) less the simulated chase's "
+                f"own {f.l2:+.1f} past this option"),
         Setting("dram_latency", set_dram, "derived",
-                f"DRAM measured ({m['dram_latency_cycles']:.1f} cycles) less the simulated chase's own "
-                f"{f.dram:+.1f} past the three latencies, less the L1's and L2's ({set_l1 + set_rop})")]
+                f"DRAM measured ({m['dram_latency_cycles']:.1f} cycles, loads past L1) less the simulated chase's "
+                f"own {f.dram:+.1f} past this option and the L2's, less the L2's ({set_rop})")]
 
 
 def overlay_text(name: str, m: dict, check: dict | None = None) -> str:
