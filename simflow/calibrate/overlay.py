@@ -46,12 +46,14 @@ KEPT = ("the CTA launch latency, and the kernel launch latency where the measure
 @dataclass(frozen=True)
 class Fold:
     """What a simulated machine adds to calibrate's chases beyond the options that set them, and the share of the
-    L2 bandwidth its clock gives that it delivers: read off one `calibrate --check` (check_record's dict)."""
+    L2 bandwidth its clock gives that it delivers: read off one `calibrate --check` (check_record's dict). The L2
+    and DRAM chases load past L1 (.cg, as on the GPU), and such loads skip the simulated L1's latency queue: the
+    L1's latency is not on their path."""
 
     l1: float  # cycles a simulated L1 chase step takes past gpgpu_l1_latency
     shared: float  # past gpgpu_smem_latency
-    l2: float  # an L2 step past gpgpu_l2_rop_latency (the L2 and DRAM chases load past L1, .cg, as on the GPU:
-    dram: float  # a DRAM step past that and dram_latency;  such loads skip the simulated L1's latency queue)
+    l2: float  # an L2 step past gpgpu_l2_rop_latency
+    dram: float  # a DRAM step past gpgpu_l2_rop_latency + dram_latency
     l2_share: float  # the simulated L2 read bandwidth over slices x port x the L2 clock
     source: str  # which check, in words
 
