@@ -102,7 +102,7 @@ def _with_earlier(path: Path, found, runs: list):
     earlier_jobs = earlier_jobs[[(c, lay) not in new for c, lay in
                                  zip(earlier_jobs["config"], earlier_jobs["problem"], strict=True)]]
     source = f"{path.parent.name}/{path.name}"
-    timed_before = _timed_before(runs, found, earlier_jobs, label, new)
+    timed_before = _timed_before(runs, found, earlier_jobs, new)
     layers = pd.concat([earlier_layers.assign(source=source), layers.assign(source="this run"),
                         _layers_of(timed_before, f"this run's simulator, the GPU times of {source}")])
     jobs = pd.concat([earlier_jobs, jobs, timed_before])
@@ -115,10 +115,11 @@ def _with_earlier(path: Path, found, runs: list):
     return pd.DataFrame(summary), layers[["config", "layer", "variants", "spearman", "source"]], timed_before
 
 
-def _timed_before(runs: list, found, earlier_jobs, label: dict, new: set):
+def _timed_before(runs: list, found, earlier_jobs, new: set):
     """This run's simulator jobs of layers it has no GPU run of, set against the GPU time the earlier file gives the
     same job (the same GPU measured it, beside whichever config): per job, its time error on a config that models
-    the GPU. Layers this run joined itself are left as they are."""
+    the GPU. Each run goes under its own config and options ('H200 (options 588553f2)'): two calibrations of one
+    config never share a row. Layers this run joined itself are left as they are."""
     import pandas as pd
 
     from simflow.analysis.fidelity import _name, models_gpu, simulated_mhz
@@ -129,9 +130,11 @@ def _timed_before(runs: list, found, earlier_jobs, label: dict, new: set):
     joined = set(zip(found.points["config"], found.points["problem"], found.points["job"], strict=True))
     rows, seen = [], set()  # a run kept is read twice: from its store and from the kept folder
     for run in runs:
-        config, job = label.get(run.config, run.config), _name(run)
+        config = f"{run.config} (options {run.config_key[:8]})" if run.config_key else run.config
+        job = _name(run)
         if (run.run_id in seen or run.backend != "gpgpusim" or run.status != "passed"
-                or (config, run.problem.name) in new or (run.config, run.problem.name, job) in joined
+                or (config, run.problem.name) in new
+                or {(config, run.problem.name, job), (run.config, run.problem.name, job)} & joined
                 or (run.problem.name, job) not in measured):
             continue
         seen.add(run.run_id)

@@ -204,8 +204,9 @@ def test_simulator_jobs_without_gpu_runs_meet_the_earlier_files_gpu_times(tmp_pa
     earlier = pd.DataFrame({"problem": ["batch3x3", "batch3x3"], "job": [jobs["global"], jobs["shared"]],
                             "gpu_ms": ["0.5", "0.001"]})
     found = SimpleNamespace(points=pd.DataFrame(columns=["config", "problem", "job"]))
-    rows = script._timed_before(runs + runs, found, earlier, {}, set())
+    rows = script._timed_before(runs + runs, found, earlier, set())
     assert sorted(rows["job"]) == sorted(jobs.values())  # each once
+    assert set(rows["config"]) == {f"H200 (options {sims['global'].config_key[:8]})"}
     for _, row in rows.iterrows():
         cycles = sims["global" if row["job"] == jobs["global"] else "shared"].metrics["gpu_sim_cycle"]
         assert row["sim_ms"] == pytest.approx(cycles / 1e6)  # at the run's 1000 MHz
@@ -213,4 +214,10 @@ def test_simulator_jobs_without_gpu_runs_meet_the_earlier_files_gpu_times(tmp_pa
     layer = script._layers_of(rows, "earlier")
     expected = 1.0 if sims["global"].metrics["gpu_sim_cycle"] > sims["shared"].metrics["gpu_sim_cycle"] else -1.0
     assert list(layer["variants"]) == [2] and layer["spearman"].iloc[0] == pytest.approx(expected)
-    assert script._timed_before(runs, found, earlier, {}, {("H200", "batch3x3")}).empty  # joined here already
+    label = f"H200 (options {sims['global'].config_key[:8]})"
+    assert script._timed_before(runs, found, earlier, {(label, "batch3x3")}).empty  # joined here already
+    # a second calibration of H200 (other options) on the same layer: its rows go under its own options
+    other = [dataclasses.replace(r, run_id=r.run_id + "b", config_key="0ther0pt0000") for r in runs
+             if r.backend == "gpgpusim"]
+    both = script._timed_before(runs + other, found, earlier, set())
+    assert sorted(both["config"].value_counts().items()) == sorted([("H200 (options 0ther0pt)", 2), (label, 2)])
