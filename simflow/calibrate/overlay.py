@@ -98,21 +98,12 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
     simulated machine adds (fold())."""
     sms, clock = int(m["sms"]), float(m["clock_mhz"])
     dram_mhz = m["dram_bandwidth_gbs"] * 1e3 / (N_MEM * DRAM_BUS_BYTES * DRAM_DATA_RATE)
-    f = fold(check) if check else Fold(0.0, 0.0, 0.0, 0.0, 1.0, "")
-    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES * f.l2_share)
+    f = fold(check) if check else None
+    l2_mhz = m["l2_bandwidth_gbs"] * 1e3 / (SLICES * L2_PORT_BYTES * (f.l2_share if f else 1.0))
     l2_ways = max(1, round(m["l2_bytes"] / (SLICES * L2_SETS * L2_LINE)))
     shared_kb = m["shared_per_sm_bytes"] // 1024
     unified_kb = max(math.ceil(shared_kb / 32) * 32, m["l1_bytes"] // 1024)
     carveouts = sorted({0, 8, 16, 32, 64, *range(96, shared_kb, 32), shared_kb})
-    # each option: the figure measured less what the simulated machine adds to it (nothing without a check)
-    set_l1 = max(1, round(m["l1_latency_cycles"] - f.l1))
-    set_smem = max(2, round(m["shared_latency_cycles"] - f.shared))  # the simulator asserts more than 1
-    if check:
-        set_rop = max(1, round(m["l2_latency_cycles"] - f.l2))
-        set_dram = max(1, round(m["dram_latency_cycles"] - f.dram) - set_rop)
-    else:  # no check: an L2 hit is an L1 lookup and the rest; a DRAM access an L2 miss and the rest
-        set_rop = max(1, round(m["l2_latency_cycles"]) - set_l1)
-        set_dram = max(1, round(m["dram_latency_cycles"]) - round(m["l2_latency_cycles"]))
     issue = m["warp_fma_issue_per_sm_per_cycle"]
     lanes = m["fma_per_sm_per_cycle"] / SCHEDULERS  # FP32 lanes a scheduler's unit
     fp = max(1, round(32 / lanes))  # cycles a warp's FP32 add, mul or fma holds its unit
@@ -129,7 +120,7 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
                 f"so that {SLICES} slices x {L2_PORT_BYTES} B give the measured L2 read bandwidth "
                 f"({m['l2_bandwidth_gbs']:.0f} GB/s; at the SM clock they would give "
                 f"{SLICES * L2_PORT_BYTES * clock / 1e3:.0f})"
-                + (f" over the {f.l2_share:.3f} of it the simulated interconnect delivered ({f.source})" if check
+                + (f" over the {f.l2_share:.3f} of it the simulated interconnect delivered ({f.source})" if f
                    else "") + f"; DRAM so that {N_MEM} channels x "
                 f"{DRAM_BUS_BYTES} B x {DRAM_DATA_RATE} give the measured copy bandwidth "
                 f"({m['dram_bandwidth_gbs']:.0f} GB/s read + written)"),
@@ -160,23 +151,27 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
                 f"FP32 add, mul and mad take a warp every {fp} cycle(s) on each scheduler's unit: "
                 f"{m['fma_per_sm_per_cycle']:.0f} FMA per SM a cycle measured ({issue:.2f} warp instructions), "
                 f"{lanes:.0f} lanes a unit (the base's {BASE_INITIATION_FP[0]}: Volta's 16); max and div as the base"),
-        *_latencies(m, f if check else None, (set_l1, set_smem, set_rop, set_dram)),
+        *_latencies(m, f),
     ]
 
 
-def _latencies(m: dict, f: Fold | None, values: tuple[int, int, int, int]) -> list[Setting]:
-    """The four latency options, each saying how it came from the chases (and the check folded in, if any)."""
-    set_l1, set_smem, set_rop, set_dram = values
+def _latencies(m: dict, f: Fold | None) -> list[Setting]:
+    """The four latency options from the chases: without a check an L2 hit is an L1 lookup and the rest, a DRAM
+    access an L2 miss and the rest; with one (f), each is the figure measured less what the simulated chase adds."""
     if f is None:
         l1, l2, dram = (round(m[f"{x}_latency_cycles"]) for x in ("l1", "l2", "dram"))
         return [
-            Setting("gpgpu_l1_latency", set_l1, "measured", "L1 hit load-to-use, cycles (pointer chase)"),
-            Setting("gpgpu_smem_latency", set_smem, "measured", "shared-memory load-to-use, cycles (pointer chase)"),
-            Setting("gpgpu_l2_rop_latency", set_rop, "derived",
+            Setting("gpgpu_l1_latency", l1, "measured", "L1 hit load-to-use, cycles (pointer chase)"),
+            Setting("gpgpu_smem_latency", round(m["shared_latency_cycles"]), "measured",
+                    "shared-memory load-to-use, cycles (pointer chase)"),
+            Setting("gpgpu_l2_rop_latency", max(1, l2 - l1), "derived",
                     f"L2 hit latency measured ({l2} cycles, loads past L1) less the L1's ({l1})"),
-            Setting("dram_latency", set_dram, "derived",
+            Setting("dram_latency", max(1, dram - l2), "derived",
                     f"DRAM latency measured ({dram} cycles, a 1 GiB chase a page apart) less the L2's ({l2})")]
-
+    set_l1 = max(1, round(m["l1_latency_cycles"] - f.l1))
+    set_smem = max(2, round(m["shared_latency_cycles"] - f.shared))  # the simulator asserts more than 1
+    set_rop = max(1, round(m["l2_latency_cycles"] - f.l2))
+    set_dram = max(1, round(m["dram_latency_cycles"] - f.dram) - set_rop)
     return [
         Setting("gpgpu_l1_latency", set_l1, "derived",
                 f"L1 hit measured ({m['l1_latency_cycles']:.1f} cycles, pointer chase) less the simulated chase's "
