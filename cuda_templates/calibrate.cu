@@ -88,6 +88,42 @@ extern "C" __global__ void cal_fma(int iters, float *sink)
   if (s == 1.2345f) sink[0] = s;
 }
 
+// PTX integer streams, the instructions the simulator runs: eight independent chains a thread of add.s32 (in
+// Fibonacci pairs: every sum is used, so no add folds into another) or of mad.lo.s32 (x * m + c, m and c
+// unknown to the compiler). PTX integer adds or multiply-adds an SM a cycle: what ptx_opcode_initiation_int sets.
+#define CAL_ADD(x, y) asm volatile("add.s32 %0, %0, %1;" : "+r"(x) : "r"(y))
+#define CAL_MAD(x) asm volatile("mad.lo.s32 %0, %0, %1, %2;" : "+r"(x) : "r"(m), "r"(c))
+
+extern "C" __global__ void cal_int_add(int iters, unsigned *sink)
+{
+  unsigned a0 = threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  unsigned b0 = a0 ^ 1, b1 = a1 ^ 1, b2 = a2 ^ 1, b3 = a3 ^ 1, b4 = a4 ^ 1, b5 = a5 ^ 1, b6 = a6 ^ 1, b7 = a7 ^ 1;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      CAL_ADD(a0, b0); CAL_ADD(a1, b1); CAL_ADD(a2, b2); CAL_ADD(a3, b3);
+      CAL_ADD(a4, b4); CAL_ADD(a5, b5); CAL_ADD(a6, b6); CAL_ADD(a7, b7);
+      CAL_ADD(b0, a0); CAL_ADD(b1, a1); CAL_ADD(b2, a2); CAL_ADD(b3, a3);
+      CAL_ADD(b4, a4); CAL_ADD(b5, a5); CAL_ADD(b6, a6); CAL_ADD(b7, a7);
+    }
+  }
+  unsigned s = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7 ^ b0 ^ b1 ^ b2 ^ b3 ^ b4 ^ b5 ^ b6 ^ b7;
+  if (s == 12345u) sink[0] = s;
+}
+
+extern "C" __global__ void cal_int_mad(int iters, unsigned m, unsigned c, unsigned *sink)
+{
+  unsigned a0 = threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int k = 0; k < 16; k++) {
+      CAL_MAD(a0); CAL_MAD(a1); CAL_MAD(a2); CAL_MAD(a3); CAL_MAD(a4); CAL_MAD(a5); CAL_MAD(a6); CAL_MAD(a7);
+    }
+  }
+  unsigned s = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+  if (s == 12345u) sink[0] = s;
+}
+
 // Nothing at all: timed behind a spinning cal_spin (so the host's enqueue is not timed, as simflow times a run),
 // one block of it is the GPU's own cost of a kernel launch; a full wave of blocks, the shortest a one-wave kernel
 // can take (a layer's launch floor).

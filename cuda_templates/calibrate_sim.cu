@@ -1,13 +1,17 @@
 // simflow calibrate --check: calibrate.cu's own kernels, run under GPGPU-Sim (simflow/calibrate/check.py appends
 // this host program to calibrate.cu and builds both with CUDA 11.x). Each chase prints one line,
 //   simflow-calibrate: <figure> <cycles a step>
-// and the bandwidth kernel's cycles are the simulator's own (its second launch in the log). Sizes are smaller
+// and the bandwidth and stream kernels' cycles are the simulator's own (their launches in the log). Sizes are smaller
 // than on the GPU, where a simulated cycle costs far more than a real one; each still times what it names.
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
 
 constexpr int READ_REPS = 5;
+constexpr int STREAM_ITERS[2] = {2, 10};  // each stream kernel launched twice: its rate from the difference
+// one block of 32 warps on one SM (with 8, two a scheduler, the simulated FMA stream reached 0.78 of the rate 32
+// give: each warp waits on its chains' latency), and the operations an iteration a thread
+constexpr int STREAM_THREADS = 1024, STREAM_OPS = 128;
 
 #define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
   printf("simflow-calibrate: error %s at %s\n", cudaGetErrorString(e_), #call); return 1; } } while (0)
@@ -62,6 +66,28 @@ int main(int argc, char **argv)
   }
   const int sms = atoi(argv[1]);
   const long long l2_bytes = atoll(argv[2]), read_bytes = atoll(argv[3]);
+  // FMA and PTX integer rates first (a log cut short then lacks the chases too): one block of each stream kernel
+  // on one SM, 2 and 10 iterations; ops over the difference of the two launches' cycles is the rate an SM a cycle
+  unsigned *isink;
+  float *fsink;
+  CHECK(cudaMalloc(&isink, sizeof(unsigned)));
+  CHECK(cudaMalloc(&fsink, sizeof(float)));
+  for (int launch = 0; launch < 2; launch++) {
+    cal_fma<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], fsink);
+    CHECK(cudaDeviceSynchronize());
+  }
+  for (int launch = 0; launch < 2; launch++) {
+    cal_int_add<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], isink);
+    CHECK(cudaDeviceSynchronize());
+  }
+  for (int launch = 0; launch < 2; launch++) {
+    cal_int_mad<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], 3u, 1u, isink);
+    CHECK(cudaDeviceSynchronize());
+  }
+  printf("simflow-calibrate: stream_ops %lld\n",
+         (long long)STREAM_THREADS * STREAM_OPS * (STREAM_ITERS[1] - STREAM_ITERS[0]));
+  CHECK(cudaFree(isink));
+  CHECK(cudaFree(fsink));
   // The run's config copies nothing into the simulated L2 (gpgpu_perf_sim_memcpy 0): a chain's first pass
   // meets DRAM. L1: a 16 KB chain of 128-byte lines, each pass 512 steps (the GPU's: 4096; a simulated step
   // takes the same cycles every time); shared memory: 4 KB (one thread copies the chain in first)

@@ -32,6 +32,8 @@ TIMEOUT_S = 3600
 QUIET_STATS = 100_000
 READ_BYTES = 8 << 20  # the simulated L2 read: 8 MiB, once to fill the L2, once timed
 LATENCIES = ("l1_latency_cycles", "shared_latency_cycles", "l2_latency_cycles", "dram_latency_cycles")
+RATES = (("fma_per_sm_per_cycle", "cal_fma"), ("int_add_per_sm_per_cycle", "cal_int_add"),
+         ("int_mad_per_sm_per_cycle", "cal_int_mad"))  # figure, the stream kernel that gives it
 _LINE = re.compile(r"^simflow-calibrate: (\w+) (\S+)\s*$", re.M)
 
 
@@ -129,6 +131,22 @@ def figures(text: str, measured: dict) -> list[Figure]:
     cycles = reads[2].metrics["gpu_sim_cycle"] - reads[1].metrics["gpu_sim_cycle"]  # the extra reads' cycles
     gbs = printed["l2_read_bytes"] / (cycles / core_mhz(log.options)) / 1e3
     out.append(Figure("l2_bandwidth_gbs", "GB/s", measured.get("l2_bandwidth_gbs"), gbs))
+    return out + _rates(printed, log, measured)
+
+
+def _rates(printed: dict[str, float], log, measured: dict) -> list[Figure]:
+    """The FMA and PTX integer rates: the stream kernels' extra operations over the extra cycles of their second
+    launch. The program runs them first, so a log cut short lacks the chases too; a log of an earlier program
+    (no stream_ops line) has none."""
+    if "stream_ops" not in printed:
+        return []
+    out = []
+    for name, kernel in RATES:
+        runs = [k for k in log.kernels if k.kernel == kernel and k.complete]
+        if len(runs) < 2:
+            raise ToolError(f"the simulated calibration did not finish ({len(runs)} complete {kernel} launches of 2)")
+        cycles = runs[1].metrics["gpu_sim_cycle"] - runs[0].metrics["gpu_sim_cycle"]
+        out.append(Figure(name, "per SM a cycle", measured.get(name), printed["stream_ops"] / cycles))
     return out
 
 

@@ -2,8 +2,8 @@
 
 The overlay sits on SM7_QV100 (the tested config simflow's runs use, a GPU with HBM and unified L1/shared
 memory like the H100/H200) and changes what the measurements say: SM count, clocks, L1/shared memory, L2
-size, latencies, L2 and DRAM bandwidth, the FP32 rate, warp and block limits. Each option says where its value
-comes from:
+size, latencies, L2 and DRAM bandwidth, the FP32 and PTX integer rates, warp and block limits. Each option
+says where its value comes from:
 
 - measured: a figure the GPU gave (a device attribute, or a microbenchmark);
 - derived: computed from measured figures, the formula in words;
@@ -35,9 +35,11 @@ L2_PORT_BYTES = 32  # a slice's data port a cycle (the base's dl2 port width): o
 SCHEDULERS = 4  # warp schedulers an SM: its sub-partitions
 # SM7_QV100's FP32 initiation intervals (add, max, mul, mad, div): 2 cycles a warp on Volta's 16 lanes a scheduler
 BASE_INITIATION_FP = (2, 2, 2, 2, 4)
+# its integer ones (add, max, mul, mad, div, shfl): PTX add and mad hold a scheduler's one integer unit 2 cycles
+BASE_INITIATION_INT = (2, 2, 2, 2, 8, 4)
 KEPT = ("the CTA launch latency, and the kernel launch latency where the measurements have no launch_us",
         "the pipelines and functional units, the PTX opcode latencies and every initiation interval but FP32 add, "
-        "mul and mad (the simulator runs compute_70 PTX, not SASS)",
+        "mul and mad and integer add, mul and mad where measured (the simulator runs compute_70 PTX, not SASS)",
         "the interconnect's topology, buffers and flit size (its clock is the L2's), and the DRAM timing in DRAM "
         "cycles (so shorter in time at the derived DRAM clock)",
         "the L1 and L2 replacement and write policies, MSHRs and banks; the instruction and constant caches")
@@ -151,8 +153,26 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
                 f"FP32 add, mul and mad take a warp every {fp} cycle(s) on each scheduler's unit: "
                 f"{m['fma_per_sm_per_cycle']:.0f} FMA per SM a cycle measured ({issue:.2f} warp instructions), "
                 f"{lanes:.0f} lanes a unit (the base's {BASE_INITIATION_FP[0]}: Volta's 16); max and div as the base"),
+        *_integer(m),
         *_latencies(m, f),
     ]
+
+
+def _integer(m: dict) -> list[Setting]:
+    """ptx_opcode_initiation_int from the PTX integer streams timed (none where the measurements have none).
+    Every integer PTX instruction but these takes a scheduler's integer unit one cycle in the simulator; on the GPU
+    ptxas spreads PTX adds over two pipes (IADD3 on the ALU, IMAD.IADD on the FMA pipe), while a mul.lo or mad.lo
+    is an IMAD, on the FMA pipe alone: the rates measured say how many cycles each holds a unit."""
+    if "int_add_per_sm_per_cycle" not in m:
+        return []
+    add, mad = (max(1, round(32 * SCHEDULERS / m[f"int_{x}_per_sm_per_cycle"])) for x in ("add", "mad"))
+    base = BASE_INITIATION_INT
+    value = ",".join(map(str, (add, base[1], mad, mad, *base[4:])))
+    return [Setting("ptx_opcode_initiation_int", value, "derived",
+                    f"PTX integer add takes a warp every {add} cycle(s) on each scheduler's unit, mul and mad every "
+                    f"{mad}: {m['int_add_per_sm_per_cycle']:.0f} add.s32 and {m['int_mad_per_sm_per_cycle']:.0f} "
+                    f"mad.lo.s32 per SM a cycle measured (the base's {base[0]} and {base[3]}); max, div and shfl as "
+                    "the base")]
 
 
 def _latencies(m: dict, f: Fold | None) -> list[Setting]:
@@ -195,7 +215,9 @@ def overlay_text(name: str, m: dict, check: dict | None = None) -> str:
             f"{m['dram_latency_cycles']:.0f} cycles;",
             f"# L2 {m['l2_bytes'] / 2**20:.0f} MiB at {m['l2_bandwidth_gbs']:.0f} GB/s; DRAM "
             f"{m['dram_bandwidth_gbs']:.0f} GB/s (copy, read + written); {m['fma_per_sm_per_cycle']:.0f} FMA "
-            "per SM a cycle.",
+            "per SM a cycle" + (f", {m['int_add_per_sm_per_cycle']:.0f} PTX integer adds, "
+                                f"{m['int_mad_per_sm_per_cycle']:.0f} mads." if "int_add_per_sm_per_cycle" in m
+                                else "."),
             f"# Every figure: {name}.measured.json beside this file. Kept from {BASE}, not measured:"]
     head += [f"#   - {line}" for line in KEPT]
     if check:
