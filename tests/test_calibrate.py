@@ -93,6 +93,7 @@ def test_calibrate_from_recorded_measurements(tmp_path):
     proc = simflow("calibrate", "--from", str(CONFIGS / "H200.measured.json"), "-d", str(tmp_path), "--name", "mine")
     assert proc.returncode == 0, proc.stderr
     assert "132 SMs at 1978 MHz" in proc.stdout and "recorded measurements" in proc.stdout
+    assert "per SM a cycle 122 FMA, 115 integer adds, 64 mads" in proc.stdout
     assert (tmp_path / "mine.toml").read_text() == overlay_text("mine", MEASURED)
     assert json.loads((tmp_path / "mine.measured.json").read_text()) == MEASURED
     bad = simflow("calibrate", "--from", str(tmp_path / "nope.json"), "-d", str(tmp_path))

@@ -59,7 +59,9 @@ def cmd_calibrate(args) -> int:
     print(f"{f['gpu']}: {f['sms']} SMs at {f['clock_mhz']:.0f} MHz; latencies L1 {f['l1_latency_cycles']:.0f}, "
           f"shared {f['shared_latency_cycles']:.0f}, L2 {f['l2_latency_cycles']:.0f}, DRAM "
           f"{f['dram_latency_cycles']:.0f} cycles; L2 {f['l2_bandwidth_gbs']:.0f} GB/s, DRAM "
-          f"{f['dram_bandwidth_gbs']:.0f} GB/s ({how})")
+          f"{f['dram_bandwidth_gbs']:.0f} GB/s; per SM a cycle {f['fma_per_sm_per_cycle']:.0f} FMA"
+          + (f", {f['int_add_per_sm_per_cycle']:.0f} integer adds, {f['int_mad_per_sm_per_cycle']:.0f} mads"
+             if "int_add_per_sm_per_cycle" in f else "") + f" ({how})")
     print(done.config)
     print(done.measured)
     return 0
