@@ -1,7 +1,7 @@
 """`simflow calibrate --check`: calibrate's own microbenchmarks run in GPGPU-Sim on a config, beside what the GPU
 measured. An overlay sets latencies and clocks option by option; whether the simulated machine then shows the
-measured L1, L2 and DRAM latencies and L2 bandwidth end to end (interconnect, queues and slices included) is
-what this run says.
+measured L1, L2 and DRAM latencies and L2 bandwidth end to end (interconnect, queues and slices included), and
+the FMA and PTX integer rates the initiation intervals were derived for, is what this run says.
 
 The program is cuda_templates/calibrate.cu's kernels with calibrate_sim.cu's host code, built with CUDA 11.x;
 its simulator log is kept.
