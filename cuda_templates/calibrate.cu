@@ -124,6 +124,58 @@ extern "C" __global__ void cal_int_mad(int iters, unsigned m, unsigned c, unsign
   if (s == 12345u) sink[0] = s;
 }
 
+// A shared-memory stream: eight independent volatile 32-bit loads a thread an unrolled step, lane l of a warp at
+// word l * ways, so a warp's load needs `ways` wavefronts (ways-way bank conflicts; 1: none). Loads an SM a cycle
+// at ways 1 and 4: what the shared-memory pipe delivers and what a conflict costs in it.
+#define CAL_SHARED_WORDS (32 * 32 + 8 * 32)
+extern "C" __global__ void cal_shared(int iters, int ways, unsigned *sink)
+{
+  __shared__ unsigned words[CAL_SHARED_WORDS];
+  for (int i = threadIdx.x; i < CAL_SHARED_WORDS; i += blockDim.x) words[i] = i;
+  __syncthreads();
+  const volatile unsigned *w = words + (threadIdx.x & 31) * ways;
+  unsigned s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int k = 0; k < 16; k++) {  // each load 32 words (the same banks) from the last
+      s0 += w[0]; s1 += w[32]; s2 += w[64]; s3 += w[96]; s4 += w[128]; s5 += w[160]; s6 += w[192]; s7 += w[224];
+    }
+  }
+  unsigned s = s0 ^ s1 ^ s2 ^ s3 ^ s4 ^ s5 ^ s6 ^ s7;
+  if (s == 12345u) sink[0] = s;
+}
+
+// The shared-memory stream again, ten independent FMAs to each load (and one add that consumes it, after them):
+// the loads an SM a cycle when the pipe is busy 63 % of the time at 2-way conflicts and issue is near its limit,
+// as in a tiled convolution's inner loop. Inline PTX keeps the order as written (the simulator runs it so): a warp
+// issues its eight loads, then FMAs that do not wait on them. Conflict-free and 2-way conflicting.
+#define CAL_FMA(x) asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x) : "f"(m), "f"(c))
+#define CAL_MIX_STEPS 4  // steps of 8 loads a pass
+extern "C" __global__ void cal_shared_fma(int iters, int ways, unsigned *sink)
+{
+  __shared__ unsigned words[CAL_SHARED_WORDS];
+  for (int i = threadIdx.x; i < CAL_SHARED_WORDS; i += blockDim.x) words[i] = i;
+  __syncthreads();
+  const volatile unsigned *w = words + (threadIdx.x & 31) * ways;
+  unsigned s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+  float a0 = threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  const float m = 0.999f, c = 0.001f;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int k = 0; k < CAL_MIX_STEPS; k++) {
+      unsigned v0 = w[0], v1 = w[32], v2 = w[64], v3 = w[96], v4 = w[128], v5 = w[160], v6 = w[192], v7 = w[224];
+#pragma unroll
+      for (int f = 0; f < 10; f++) {
+        CAL_FMA(a0); CAL_FMA(a1); CAL_FMA(a2); CAL_FMA(a3); CAL_FMA(a4); CAL_FMA(a5); CAL_FMA(a6); CAL_FMA(a7);
+      }
+      CAL_ADD(s0, v0); CAL_ADD(s1, v1); CAL_ADD(s2, v2); CAL_ADD(s3, v3);
+      CAL_ADD(s4, v4); CAL_ADD(s5, v5); CAL_ADD(s6, v6); CAL_ADD(s7, v7);
+    }
+  }
+  unsigned s = s0 ^ s1 ^ s2 ^ s3 ^ s4 ^ s5 ^ s6 ^ s7 ^ __float_as_uint(a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7);
+  if (s == 12345u) sink[0] = s;
+}
+
 // Nothing at all: timed behind a spinning cal_spin (so the host's enqueue is not timed, as simflow times a run),
 // one block of it is the GPU's own cost of a kernel launch; a full wave of blocks, the shortest a one-wave kernel
 // can take (a layer's launch floor).

@@ -11,7 +11,7 @@ constexpr int READ_REPS = 5;
 constexpr int STREAM_ITERS[2] = {2, 10};  // each stream kernel launched twice: its rate from the difference
 // one block of 32 warps on one SM (with 8, two a scheduler, the simulated FMA stream reached 0.78 of the rate 32
 // give: each warp waits on its chains' latency), and the operations an iteration a thread
-constexpr int STREAM_THREADS = 1024, STREAM_OPS = 128;
+constexpr int STREAM_THREADS = 1024, STREAM_OPS = 128, MIX_LOADS = 32;  // MIX_LOADS: cal_shared_fma's loads a pass
 
 #define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
   printf("simflow-calibrate: error %s at %s\n", cudaGetErrorString(e_), #call); return 1; } } while (0)
@@ -66,8 +66,8 @@ int main(int argc, char **argv)
   }
   const int sms = atoi(argv[1]);
   const long long l2_bytes = atoll(argv[2]), read_bytes = atoll(argv[3]);
-  // FMA and PTX integer rates first (a log cut short then lacks the chases too): one block of each stream kernel
-  // on one SM, 2 and 10 iterations; ops over the difference of the two launches' cycles is the rate an SM a cycle
+  // FMA, PTX integer and shared-memory rates first (a log cut short then lacks the chases too): one block of each
+  // stream kernel on one SM, 2 and 10 iterations; ops over the two launches' difference in cycles is the rate
   unsigned *isink;
   float *fsink;
   CHECK(cudaMalloc(&isink, sizeof(unsigned)));
@@ -84,8 +84,22 @@ int main(int argc, char **argv)
     cal_int_mad<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], 3u, 1u, isink);
     CHECK(cudaDeviceSynchronize());
   }
-  printf("simflow-calibrate: stream_ops %lld\n",
-         (long long)STREAM_THREADS * STREAM_OPS * (STREAM_ITERS[1] - STREAM_ITERS[0]));
+  const long long stream_ops = (long long)STREAM_THREADS * STREAM_OPS * (STREAM_ITERS[1] - STREAM_ITERS[0]);
+  printf("simflow-calibrate: stream_ops %lld\n", stream_ops);
+  // the shared-memory stream the same way, its loads conflict-free and then 4-way conflicting
+  for (int ways = 1; ways <= 4; ways += 3)
+    for (int launch = 0; launch < 2; launch++) {
+      cal_shared<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], ways, isink);
+      CHECK(cudaDeviceSynchronize());
+    }
+  printf("simflow-calibrate: shared_ops %lld\n", stream_ops);
+  // and among ten FMAs a load, conflict-free and 2-way (32 loads a pass a thread)
+  for (int ways = 1; ways <= 2; ways++)
+    for (int launch = 0; launch < 2; launch++) {
+      cal_shared_fma<<<1, STREAM_THREADS>>>(STREAM_ITERS[launch], ways, isink);
+      CHECK(cudaDeviceSynchronize());
+    }
+  printf("simflow-calibrate: mix_loads %lld\n", stream_ops / STREAM_OPS * MIX_LOADS);
   CHECK(cudaFree(isink));
   CHECK(cudaFree(fsink));
   // The run's config copies nothing into the simulated L2 (gpgpu_perf_sim_memcpy 0): a chain's first pass

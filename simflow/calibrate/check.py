@@ -1,7 +1,9 @@
 """`simflow calibrate --check`: calibrate's own microbenchmarks run in GPGPU-Sim on a config, beside what the GPU
 measured. An overlay sets latencies and clocks option by option; whether the simulated machine then shows the
-measured L1, L2 and DRAM latencies and L2 bandwidth end to end (interconnect, queues and slices included), and
-the FMA and PTX integer rates the initiation intervals were derived for, is what this run says.
+measured L1, L2 and DRAM latencies and L2 bandwidth end to end (interconnect, queues and slices included), the
+FMA and PTX integer rates the initiation intervals were derived for, and the shared-memory load rate with and
+without bank conflicts, alone and among FMAs (which no option sets: the simulated pipes against the GPU's), is
+what this run says.
 
 The program is cuda_templates/calibrate.cu's kernels with calibrate_sim.cu's host code, built with CUDA 11.x;
 its simulator log is kept.
@@ -32,8 +34,15 @@ TIMEOUT_S = 3600
 QUIET_STATS = 100_000
 READ_BYTES = 8 << 20  # the simulated L2 read: 8 MiB, once to fill the L2, once timed
 LATENCIES = ("l1_latency_cycles", "shared_latency_cycles", "l2_latency_cycles", "dram_latency_cycles")
-RATES = (("fma_per_sm_per_cycle", "cal_fma"), ("int_add_per_sm_per_cycle", "cal_int_add"),
-         ("int_mad_per_sm_per_cycle", "cal_int_mad"))  # figure, the stream kernel that gives it
+# figure, the stream kernel that gives it and its first launch of the two, under the line that counts its operations
+# (cal_shared's launches: conflict-free, then 4-way conflicting; cal_shared_fma's: conflict-free, then 2-way)
+RATES = (("fma_per_sm_per_cycle", "cal_fma", 0, "stream_ops"),
+         ("int_add_per_sm_per_cycle", "cal_int_add", 0, "stream_ops"),
+         ("int_mad_per_sm_per_cycle", "cal_int_mad", 0, "stream_ops"),
+         ("shared_load_per_sm_per_cycle", "cal_shared", 0, "shared_ops"),
+         ("shared_load_4way_per_sm_per_cycle", "cal_shared", 2, "shared_ops"),
+         ("shared_fma_load_per_sm_per_cycle", "cal_shared_fma", 0, "mix_loads"),
+         ("shared_fma_load_2way_per_sm_per_cycle", "cal_shared_fma", 2, "mix_loads"))
 _LINE = re.compile(r"^simflow-calibrate: (\w+) (\S+)\s*$", re.M)
 
 
@@ -135,18 +144,19 @@ def figures(text: str, measured: dict) -> list[Figure]:
 
 
 def _rates(printed: dict[str, float], log, measured: dict) -> list[Figure]:
-    """The FMA and PTX integer rates: the stream kernels' extra operations over the extra cycles of their second
-    launch. The program runs them first, so a log cut short lacks the chases too; a log of an earlier program
-    (no stream_ops line) has none."""
-    if "stream_ops" not in printed:
-        return []
+    """The FMA, PTX integer and shared-memory load rates: a stream kernel's extra operations over the extra cycles
+    of its second launch. The program runs them first, so a log cut short lacks the chases too; a log of an
+    earlier program (no stream_ops or shared_ops line) has none of them."""
     out = []
-    for name, kernel in RATES:
+    for name, kernel, first, ops in RATES:
+        if ops not in printed:
+            continue
         runs = [k for k in log.kernels if k.kernel == kernel and k.complete]
-        if len(runs) < 2:
-            raise ToolError(f"the simulated calibration did not finish ({len(runs)} complete {kernel} launches of 2)")
-        cycles = runs[1].metrics["gpu_sim_cycle"] - runs[0].metrics["gpu_sim_cycle"]
-        out.append(Figure(name, "per SM a cycle", measured.get(name), printed["stream_ops"] / cycles))
+        if len(runs) < first + 2:
+            raise ToolError(f"the simulated calibration did not finish ({len(runs)} complete {kernel} launches "
+                            f"of {first + 2})")
+        cycles = runs[first + 1].metrics["gpu_sim_cycle"] - runs[first].metrics["gpu_sim_cycle"]
+        out.append(Figure(name, "per SM a cycle", measured.get(name), printed[ops] / cycles))
     return out
 
 

@@ -19,10 +19,11 @@ from ..resources import cache_dir, templates_dir
 
 LINE = 128  # bytes between a chain's successive entries: one cache line each
 REPEATS = 5
-VERSION = 3  # of the figures measure() gives: a cached set of another version is measured anew
+VERSION = 4  # of the figures measure() gives: a cached set of another version is measured anew
 LAUNCH_REPEATS = 50  # an empty kernel's time is a few microseconds: more repeats for a steady median
 HOLD_US = 200  # the spin each timed launch waits behind, longer than the host takes to enqueue it
-STREAM_OPS = 128  # operations an iteration a thread of cal_fma, cal_int_add, cal_int_mad
+STREAM_OPS = 128  # operations an iteration a thread of cal_fma, cal_int_add, cal_int_mad, cal_shared
+MIX_LOADS = 32  # shared-memory loads an iteration a thread of cal_shared_fma (4 steps of 8, 80 FMAs each)
 L1_FOOTPRINTS_KB = (16, 32, 64, 96, 128, 160, 192, 208, 224, 240, 256, 320)
 
 
@@ -181,19 +182,25 @@ def measure(progress: Callable[[str], None] | None = None) -> dict:
     src.free()
     dst.free()
 
-    say("FMA, integer and issue rates")
+    say("FMA, integer, issue and shared-memory rates")
     blocks = out["sms"] * (out["threads_per_sm"] // 256)  # every SM full of 256-thread blocks
     iters = 4096
 
-    def per_sm_cycle(name: str, *args) -> float:
-        """Operations an SM a cycle of a stream kernel: 128 an iteration a thread (8 chains x 16)."""
+    def per_sm_cycle(name: str, *args, ops: int = STREAM_OPS) -> float:
+        """Operations an SM a cycle of a stream kernel, `ops` an iteration a thread (8 chains x 16)."""
         kernel = module.get_function(name)
         ms = timed(lambda: kernel(np.int32(iters), *args, sink, block=(256, 1, 1), grid=(blocks, 1)))
-        return blocks * 256 * iters * STREAM_OPS / (ms * 1e-3) / out["sms"] / (out["clock_mhz"] * 1e6)
+        return blocks * 256 * iters * ops / (ms * 1e-3) / out["sms"] / (out["clock_mhz"] * 1e6)
 
     out["fma_per_sm_per_cycle"] = per_sm_cycle("cal_fma")
     out["warp_fma_issue_per_sm_per_cycle"] = out["fma_per_sm_per_cycle"] / 32
     out["int_add_per_sm_per_cycle"] = per_sm_cycle("cal_int_add")
     out["int_mad_per_sm_per_cycle"] = per_sm_cycle("cal_int_mad", np.uint32(3), np.uint32(1))
+    # 32-bit shared-memory loads: a warp's in one wavefront, then in four (4-way bank conflicts)
+    out["shared_load_per_sm_per_cycle"] = per_sm_cycle("cal_shared", np.int32(1))
+    out["shared_load_4way_per_sm_per_cycle"] = per_sm_cycle("cal_shared", np.int32(4))
+    # the same loads among ten FMAs each: the shared-memory pipe and the FMA issue overlapped
+    out["shared_fma_load_per_sm_per_cycle"] = per_sm_cycle("cal_shared_fma", np.int32(1), ops=MIX_LOADS)
+    out["shared_fma_load_2way_per_sm_per_cycle"] = per_sm_cycle("cal_shared_fma", np.int32(2), ops=MIX_LOADS)
     out["seconds"] = round(time.monotonic() - began, 1)
     return out

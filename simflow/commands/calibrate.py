@@ -21,9 +21,9 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
                    help="make the config from recorded measurements (a NAME.measured.json): no GPU needed")
     p.add_argument("--check", metavar="CONFIG",
                    help="no GPU: run the same microbenchmarks in GPGPU-Sim on CONFIG (a name or an overlay's path) "
-                        "and set the simulated latencies and L2 bandwidth beside the measured ones (--from, "
-                        "default CONFIG's NAME.measured.json); needs CUDA 11.x and the simulator (11 minutes "
-                        "of CPU time on the H200 overlay's 132 SMs)")
+                        "and set the simulated latencies, L2 bandwidth and FMA, integer and shared-memory rates "
+                        "beside the measured ones (--from, default CONFIG's NAME.measured.json); needs CUDA 11.x "
+                        "and the simulator (about 18 minutes of CPU time on the H200 overlay's 132 SMs)")
     p.add_argument("--fold", action="store_true",
                    help="with --check: keep what the simulator showed beside the overlay (NAME.check.json) and write "
                         "the overlay again with it folded in: each latency less what the simulated chase adds, the "
@@ -61,7 +61,10 @@ def cmd_calibrate(args) -> int:
           f"{f['dram_latency_cycles']:.0f} cycles; L2 {f['l2_bandwidth_gbs']:.0f} GB/s, DRAM "
           f"{f['dram_bandwidth_gbs']:.0f} GB/s; per SM a cycle {f['fma_per_sm_per_cycle']:.0f} FMA"
           + (f", {f['int_add_per_sm_per_cycle']:.0f} integer adds, {f['int_mad_per_sm_per_cycle']:.0f} mads"
-             if "int_add_per_sm_per_cycle" in f else "") + f" ({how})")
+             if "int_add_per_sm_per_cycle" in f else "")
+          + (f", {f['shared_load_per_sm_per_cycle']:.0f} shared-memory loads "
+             f"({f['shared_load_4way_per_sm_per_cycle']:.0f} with 4-way bank conflicts)"
+             if "shared_load_per_sm_per_cycle" in f else "") + f" ({how})")
     print(done.config)
     print(done.measured)
     return 0
