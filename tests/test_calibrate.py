@@ -115,6 +115,10 @@ def test_live_calibrate_measures_this_gpu(tmp_path):
     assert m["l1_latency_cycles"] < m["l2_latency_cycles"] < m["dram_latency_cycles"]
     assert 0.8 < m["clock_mhz"] / m["clock_mhz_attribute"] < 1.2 and m["l1_bytes"] > 0
     assert 0.5 < m["launch_us"] < m["wave_launch_us"] < 50  # a launch costs microseconds, a full wave more
+    # a 4-way conflicting load takes four wavefronts of the shared-memory pipe; ten FMAs a load leave it part idle
+    assert 3.5 < m["shared_load_per_sm_per_cycle"] / m["shared_load_4way_per_sm_per_cycle"] < 4.5
+    assert m["shared_fma_load_2way_per_sm_per_cycle"] < m["shared_fma_load_per_sm_per_cycle"] < \
+        m["shared_load_per_sm_per_cycle"]
     again = simflow("calibrate", "-d", str(tmp_path), "--name", "here", env=env)
     assert "cached measurements" in again.stdout
     cached = next((tmp_path / "cache" / "calibrate").glob("*.json"))
