@@ -146,7 +146,7 @@ def figures(text: str, measured: dict) -> list[Figure]:
 def _rates(printed: dict[str, float], log, measured: dict) -> list[Figure]:
     """The FMA, PTX integer and shared-memory load rates: a stream kernel's extra operations over the extra cycles
     of its second launch. The program runs them first, so a log cut short lacks the chases too; a log of an
-    earlier program (no stream_ops or shared_ops line) has none of them."""
+    earlier program has the figures of the streams it ran (those whose operations line it printed)."""
     out = []
     for name, kernel, first, ops in RATES:
         if ops not in printed:

@@ -187,7 +187,7 @@ def measure(progress: Callable[[str], None] | None = None) -> dict:
     iters = 4096
 
     def per_sm_cycle(name: str, *args, ops: int = STREAM_OPS) -> float:
-        """Operations an SM a cycle of a stream kernel, `ops` an iteration a thread (8 chains x 16)."""
+        """Operations an SM a cycle of a stream kernel, `ops` an iteration a thread (STREAM_OPS: 8 chains x 16)."""
         kernel = module.get_function(name)
         ms = timed(lambda: kernel(np.int32(iters), *args, sink, block=(256, 1, 1), grid=(blocks, 1)))
         return blocks * 256 * iters * ops / (ms * 1e-3) / out["sms"] / (out["clock_mhz"] * 1e6)
