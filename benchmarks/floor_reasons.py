@@ -2,7 +2,9 @@
 (benchmarks/suite.py --csv), profiled with Nsight Compute (`simflow profile`, backend gpu-ncu), and its counters put
 in one line: the share of the floor the suite measured (CUDA events), the waves of blocks, the tensor pipe's busy
 share, the issue slots used, where the other slots went (ncu's warp states, as `simflow explain` splits them), the
-DRAM bytes against the layer's compulsory ones and the theoretical occupancy with its limiter.
+DRAM bytes against the layer's compulsory ones, the L2's sector throughput, the share of the time in launches other
+than the GEMM's own (layout copies of x and w, zeroing, halving, Winograd's transforms) and the theoretical
+occupancy with its limiter.
 
     python3 benchmarks/floor_reasons.py CSV [CSV ...] --precision bfloat16 [--suite resnet50] [--min-gflop 5]
 
@@ -10,6 +12,8 @@ The "limit" column names the first of these that holds, in this order (threshold
 - "tensor pipe": the tensor pipe is active 60 % of the kernel's cycles or more: the math is the limit;
 - "issue": 60 % or more of the issue slots issued an instruction: the instruction count is the limit;
 - "DRAM": DRAM bytes moved at 60 % or more of the copy rate the suite measured (--copy-gbps);
+- "L2": the L2 slices served 60 % or more of their peak sector rate (ncu's own percentage): the copies of tiles
+  that other blocks copy too are the limit (larger tiles, or one copy shared by a cluster, read less);
 - "few blocks": the block slots of the last wave left empty are a fifth or more of all the waves' (waves over
   waves rounded up below 0.8: 0.76 waves leave 24 % of the slots empty, 1.4 waves 30 %); a persistent kernel's
   tiles shared unevenly among its blocks are not seen here;
@@ -34,7 +38,7 @@ from simflow import api  # noqa: E402
 from simflow.backends import ncu  # noqa: E402
 from simflow.kernels.problems import suite  # noqa: E402
 
-PIPE, ISSUE, DRAM_SHARE, FULL = 60.0, 60.0, 60.0, 0.8
+PIPE, ISSUE, DRAM_SHARE, L2_SHARE, FULL = 60.0, 60.0, 60.0, 60.0, 0.8
 
 
 def parse_config(label: str) -> tuple[str, dict[str, str]]:
@@ -44,14 +48,17 @@ def parse_config(label: str) -> tuple[str, dict[str, str]]:
     return variant, dict(pair.split("=", 1) for pair in rest.split(",") if pair)
 
 
-def limit(pipe: float, issued: float, dram_share: float, waves: float, lost: dict[str, float]) -> str:
-    """The docstring's rules, in order: `pipe`, `issued` (of the slots) and `dram_share` in %."""
+def limit(pipe: float, issued: float, dram_share: float, l2: float, waves: float, lost: dict[str, float]) -> str:
+    """The docstring's rules, in order: `pipe`, `issued` (of the slots), `dram_share` and `l2` in % (NaN where a
+    profile lacks the counter: that rule does not hold)."""
     if pipe >= PIPE:
         return "tensor pipe"
     if issued >= ISSUE:
         return "issue"
     if dram_share >= DRAM_SHARE:
         return "DRAM"
+    if l2 >= L2_SHARE:
+        return "L2"
     if waves > 0 and waves / math.ceil(waves) < FULL:
         return f"few blocks ({100 * (1 - waves / math.ceil(waves)):.0f} % of slots empty)"
     worst = max(lost, key=lost.get) if lost else "?"
@@ -62,7 +69,10 @@ def reasons(result, problem, io_bytes: float, copy_gbps: float) -> dict:
     """One profiled run's line (see the module's docstring)."""
     metrics = result.metrics
     found = {what: value for _, what, value, _, _ in ncu.evidence(metrics)}
-    seconds = 1e-9 * sum(v for k, v in metrics.items() if k.endswith("ncu:gpu__time_duration.sum"))  # each kernel's
+    times = {k.rpartition("ncu:")[0]: v for k, v in metrics.items() if k.endswith("ncu:gpu__time_duration.sum")}
+    seconds = 1e-9 * sum(times.values())  # each kernel's
+    gemm = min(times, key=len, default="")  # the helper launches are named after it: <kernel>_x, _w, _zero, _half
+    others = sum(v for k, v in times.items() if k != gemm)
     slots = ncu.issue_slots(metrics)
     issued, lost = slots if slots else (math.nan, {})
     total = issued + sum(lost.values())
@@ -71,14 +81,16 @@ def reasons(result, problem, io_bytes: float, copy_gbps: float) -> dict:
     dram_share = 100 * dram / seconds / (copy_gbps * 1e9) if seconds else math.nan
     waves = found.get("waves of blocks per SM", math.nan)
     pipe = found.get("tensor pipe active", math.nan)
+    l2 = found.get("L2 sector throughput", math.nan)
     used = 100 * issued / total if total else math.nan
     return {"ncu us": round(1e6 * seconds, 1), "waves": round(waves, 2), "tensor pipe %": round(pipe, 1),
             "issued % of slots": round(used, 1),
             "slots lost to": ", ".join(f"{s} {100 * v / total:.0f} %" for s, v in top) if total else "",
             "DRAM MB": round(dram / 1e6, 1), "compulsory MB": round(io_bytes / 1e6, 1),
-            "DRAM % of copy rate": round(dram_share, 1),
+            "DRAM % of copy rate": round(dram_share, 1), "L2 % of peak": round(l2, 1),
+            "other launches %": round(100 * 1e-9 * others / seconds, 1) if seconds else math.nan,
             "occupancy %": round(found.get("theoretical occupancy", math.nan), 1),
-            "limit": limit(pipe, used, dram_share, waves, lost)}
+            "limit": limit(pipe, used, dram_share, l2, waves, lost)}
 
 
 def main() -> int:
@@ -117,10 +129,12 @@ def main() -> int:
             writer.writerows(out)
     print(f"\n{len(out)} layers of {args.suite} at {args.min_gflop:g} GFLOP or more ({args.precision}), "
           f"{time.monotonic() - started:.0f} s")
-    print(f"{'layer':32} {'% floor':>7} {'waves':>5} {'tensor%':>7} {'issue%':>6} {'DRAM%':>5}  limit; slots lost to")
+    print(f"{'layer':32} {'% floor':>7} {'waves':>5} {'tensor%':>7} {'issue%':>6} {'DRAM%':>5} {'L2%':>5} "
+          f"{'other%':>6}  limit; slots lost to")
     for line in out:
         print(f"{line['layer']:32} {line['% floor']:>7} {line.get('waves', ''):>5} {line.get('tensor pipe %', ''):>7} "
-              f"{line.get('issued % of slots', ''):>6} {line.get('DRAM % of copy rate', ''):>5}  {line['limit']}; "
+              f"{line.get('issued % of slots', ''):>6} {line.get('DRAM % of copy rate', ''):>5} "
+              f"{line.get('L2 % of peak', ''):>5} {line.get('other launches %', ''):>6}  {line['limit']}; "
               f"{line.get('slots lost to', '')}")
     shares = [float(line["% floor"]) for line in out if line["% floor"]]
     if shares:

@@ -136,6 +136,7 @@ EVIDENCE = (
     ("pipes", ("sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_elapsed",),
      "shared pipe active (FP16, tensor operand fetch)", "%"),
     ("pipes", ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_elapsed",), "TMA (bulk copy) unit active", "%"),
+    ("pipes", ("lts__t_sectors.avg.pct_of_peak_sustained_elapsed",), "L2 sector throughput", "%"),
     ("memory", ("l1tex__m_xbar2l1tex_read_bytes_pipe_tma.sum",), "bytes read by bulk copies (TMA)", "B"),
     ("memory", ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), "shared-memory wavefronts", "wavefronts"),
     ("memory", ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",), "shared-memory bank conflicts", "conflicts"),
