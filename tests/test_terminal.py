@@ -48,7 +48,7 @@ def test_show_of_a_two_kernel_run_shows_every_kernel_at_80_columns(tmp_path):
 def test_a_narrow_terminal_keeps_a_runs_value_and_unit_before_its_kernels(monkeypatch):
     """A several-kernel GPU run records its kernels' registers before its time: the whole's column still comes
     first, and a narrow terminal leaves out kernels' columns (named), never the value or its unit."""
-    result = gpu_record("20261130-000000-mma_nhwc-abcdef", "mma_nhwc", 0.025)
+    result = gpu_record("20261130-000000-implicit_gemm_async-abcdef", "implicit_gemm_async", 0.025, {"split": 2})
     names = result.kernels
     assert len(names) == 3
     metrics = {f"{k}.registers": 40 for k in names} | result.metrics | {f"{k}.time_ms": 0.005 for k in names}

@@ -288,7 +288,8 @@ def test_channel_last_copy_reads_pixel_pairs_and_writes_128_byte_rows():
         copy = kernel.launches(16)[0]
         assert f"constexpr int XV = {vec}, XC = {channels}, XP = 32 * XV;" in kernel.source, (name, layer)
         assert copy.kernel.endswith("_x") and copy.block == (256, 1, 1)
-        assert copy.grid == grid, (name, layer, copy.grid)
+        assert copy.grid[:2] == grid[:2] and copy.grid[2] >= grid[2], (name, layer, copy.grid)  # z: images, then
+        # the blocks of the weight copy it does too (test_the_weight_copy_and_zeroing_ride_in_the_x_copy)
         assert ("pix / WOUT * STRIDE * W" in kernel.source) == (vec == 1 and "s2" in str(layer))
 
 
@@ -311,8 +312,7 @@ def test_wmma_nhwc_pads_the_channels_to_its_k_step():
 def test_pipelined_gemms_split_k_zeroes_y_first():
     """split > 1: a zero kernel between the operand copies and the GEMM, whose grid's z is the split."""
     toycnn = get_problem("toycnn")
-    for name, copies, x, weights in (("implicit_gemm_async", ["_w"], "x", "wt"), ("mma_nchw", ["_w"], "x", "wh"),
-                                     ("mma_nhwc", ["_x", "_w"], "xh", "wh")):
+    for name, copies, x, weights in (("implicit_gemm_async", ["_w"], "x", "wt"), ("mma_nchw", ["_w"], "x", "wh")):
         whole = render(name, toycnn, {"split": 1}).launches(2)
         assert [launch.kernel for launch in whole] == [f"conv2d_{name}{c}" for c in copies] + [f"conv2d_{name}"]
         assert whole[-1].grid[2] == 1 and whole[-1].args == (x, weights, "y", "batch")
@@ -392,7 +392,7 @@ def test_mma_nhwc_half_io_reads_half_x_and_writes_half_y():
     layer = get_problem("resnet50-3x3-256-256-28-s2")  # 14 x 14 outputs: 8-byte rows of half y (196 % 8 != 0)
     kernel = render("mma_nhwc", layer, {"io": "float16", "tile_n": 256})
     assert kernel.io == "float16" and "io=float16" in unsupported(kernel.features)
-    assert "_x(const half* __restrict__ x" in kernel.source and "_w(const half* __restrict__ w" in kernel.source
+    assert "_x(const half* __restrict__ x" in kernel.source and "_w_task(const half* __restrict__ w" in kernel.source
     assert "half* __restrict__ y, int batch)" in kernel.source
     assert "constexpr int V = HW % 8 == 0 ? 8 : HW % 4 == 0 ? 4 : 1" in kernel.source
     *_, gemm = kernel.launches(1)
@@ -409,8 +409,9 @@ def test_split_k_into_half_y_adds_float32_sums_and_rounds_once():
     for name, layer in (("mma_nhwc", "resnet50-3x3-512-512-7"), ("mma_nchw", "resnet50-1x1-1024-256-14")):
         problem = get_problem(layer)
         kernel = render(name, problem, {"io": "float16", "split": 2})
-        *_, zero, gemm, rounding = kernel.launches(3)
-        assert zero.kernel.endswith("_zero") and zero.args == ("acc", "batch")
+        *before, gemm, rounding = kernel.launches(3)
+        (zero,) = [launch for launch in before if "acc" in launch.args]  # mma_nhwc: the x copy's last blocks
+        assert zero.kernel.endswith("_x" if name == "mma_nhwc" else "_zero")
         assert "acc" in gemm.args and "y" not in gemm.args and gemm.grid[2] == 2
         assert rounding.kernel.endswith("_half") and rounding.args == ("acc", "y", "batch")
         assert kernel.workspace(3)["acc"] == 3 * problem.M * problem.Hout * problem.Wout
@@ -438,8 +439,9 @@ def test_half_weights_of_a_1x1_layer_are_read_in_place():
     assert gemm.args == ("x", "w", "y", "batch") and nchw.workspace(2) == {} and "_w(" not in nchw.source
     nhwc = render("mma_nhwc", layer, {"io": "float16", "split": 2})
     names = [launch.kernel.removeprefix("conv2d_mma_nhwc") for launch in nhwc.launches(2)]
-    assert names == ["_x", "_zero", "", "_half"]
-    assert nhwc.launches(2)[2].args == ("xh", "w", "acc", "batch") and set(nhwc.workspace(2)) == {"xh", "acc"}
+    assert names == ["_x", "", "_half"]  # the x copy zeroes acc too, and copies no weights
+    assert nhwc.launches(2)[0].args == ("x", "xh", "batch", "acc")
+    assert nhwc.launches(2)[1].args == ("xh", "w", "acc", "batch") and set(nhwc.workspace(2)) == {"xh", "acc"}
     padded = get_problem(None, shape="2,48,64,10,10,1,0")
     for name, params in (("mma_nchw", {"io": "float16"}), ("mma_nhwc", {"io": "float16"}), ("mma_nchw", {})):
         assert render(name, padded if params else layer, params).launches(2)[-1].args[1] == "wh"
@@ -492,7 +494,8 @@ def test_wgmma_nhwc_is_an_sm_90a_kernel_of_two_warpgroups():
     assert " %128, %129, p, 1, 1, 0, 0;" in kernel.source  # 128 accumulators, then the two descriptors
     assert "fence.proxy.async.shared::cta" in kernel.source and "ldmatrix4(" not in kernel.source
     assert "((part ^ (tid / 8 % 8)) << 4)" in kernel.source  # the 128-byte swizzle of each copy's 16 bytes
-    copy_x, copy_w, gemm = kernel.launches(1)
+    copy, gemm = kernel.launches(1)  # the weight copy in the x copy's blocks past the image
+    assert copy.args == ("x", "xh", "batch", "w", "wh") and gemm.args == ("xh", "wh", "y", "batch")
     assert gemm.grid == (224 * 224 // 256, 2, 1) and gemm.block == (256, 1, 1)
     assert gemm.dynamic_smem == 4 * (128 + 256) * 128 + 1024  # four stages of both tiles, aligned to 1024
     assert kernel.workspace(1) == {"xh": 256 * 228 * 228 * 2 // 4, "wh": 256 * 256 * 25 * 2 // 4}
@@ -540,15 +543,15 @@ def test_wgmma_nhwc_splits_k_or_narrows_the_tile_on_small_layers():
     the k steps, adding into zeroed y, or into float sums rounded to half y once) or 64-pixel tiles."""
     layer = get_problem("resnet50-3x3-512-512-7")
     split = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "split": 2})
-    *_, zero, gemm = split.launches(32)
-    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in split.launches(32)] == ["_x", "_w", "_zero", ""]
-    assert gemm.grid == (13, 4, 2) and zero.args == ("y", "batch") and gemm.args == ("xh", "wh", "y", "batch")
+    copy, gemm = split.launches(32)  # the weight copy and the zeroing of y in the x copy's blocks past the images
+    assert copy.kernel == "conv2d_wgmma_nhwc_x" and copy.args == ("x", "xh", "batch", "w", "wh", "y")
+    assert gemm.grid == (13, 4, 2) and gemm.args == ("xh", "wh", "y", "batch")
     assert "PER_SPLIT = (KSTEPS + SPLIT - 1) / SPLIT" in split.source
     assert "atomicAdd(out + (size_t)m * HW, acc[i][j][2 * h]);" in split.source  # HW = 49: one column an atomic
     half = render("wgmma_nhwc", layer, {"io": "float16", "split": 4})
-    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "_w", "_zero", "",
-                                                                                          "_half"]
-    assert half.launches(32)[3].args == ("xh", "wh", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "", "_half"]
+    assert half.launches(32)[0].args[-1] == "acc"
+    assert half.launches(32)[1].args == ("xh", "wh", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
     assert "float* __restrict__ y, int batch)" in half.source  # the GEMM adds into the float sums
     narrow = render("wgmma_nhwc", layer, {"tile_n": 64})
     assert "m64n64k16" in narrow.source and " %32, %33, p, 1, 1, 0, 0;" in narrow.source
@@ -573,14 +576,14 @@ def test_wgmma_nhwc_stream_k_shares_every_tiles_k_steps_over_a_persistent_grid()
     with it is refused by name."""
     layer = get_problem("resnet50-1x1-2048-512-7")  # 13 x 4 tiles of 128 x 128, 64 k steps of 32 TF32 channels
     stream = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "stream_k": True})
-    *_, zero, gemm = stream.launches(32)
-    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in stream.launches(32)] == ["_x", "_zero", ""]
+    copy, gemm = stream.launches(32)  # y zeroed by the x copy's blocks past the images
+    assert copy.kernel == "conv2d_wgmma_nhwc_x" and copy.args == ("x", "xh", "batch", "y")
     assert gemm.grid == (13 * 4 * 64, 1, 1) and gemm.persistent == 1 and gemm.args == ("xh", "w", "y", "batch")
     assert "work * blockIdx.x / gridDim.x" in stream.source and "PER_SPLIT" not in stream.source
     assert "atomicAdd(out + (size_t)m * HW, acc[i][j][2 * h]);" in stream.source
     half = render("wgmma_nhwc", layer, {"io": "float16", "tile_n": 64, "stream_k": True})
-    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "_zero", "", "_half"]
-    assert half.launches(32)[2].args == ("xh", "w", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
+    assert [launch.kernel[len("conv2d_wgmma_nhwc"):] for launch in half.launches(32)] == ["_x", "", "_half"]
+    assert half.launches(32)[1].args == ("xh", "w", "acc", "batch") and half.workspace(32)["acc"] == 32 * 512 * 49
     plain = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128})
     assert plain.launches(32)[-1].persistent == 0 and "gridDim.x" not in plain.source
     with pytest.raises(LimitError, match="stream_k .*needs split=2, the limit is split=1"):
@@ -665,14 +668,40 @@ def test_persistent_wgmma_nchw_keeps_its_output_tile_beside_the_pipeline():
 
 def test_weight_copy_is_a_warp_per_32_channels_of_an_output_channel():
     """The _w kernels of the channel-last templates: 8 warps a block while their shared tiles fit 48 KB (K <= 5),
-    one for 7x7 and 11x11 filters; rows of an odd number of words."""
+    one for 7x7 and 11x11 filters; rows of an odd number of words. (mma_nhwc and wgmma_nhwc run the 8-warp copy
+    in the x copy's launch: test_the_weight_copy_and_zeroing_ride_in_the_x_copy.)"""
     for k, warps in ((3, 8), (2, 8), (5, 8), (7, 1), (11, 1)):
         layer = Problem(B=2, C=40, M=32, H=16, W=16, K=k, pad=k // 2, name=f"{k}x{k}")
-        kernel = render("mma_nhwc", layer, {"precision": "tf32"})
+        kernel = render("wmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "bk": 32})
         weights = kernel.launches(2)[1]
-        assert weights.kernel == "conv2d_mma_nhwc_w" and weights.block == (32, warps, 1)
+        assert weights.kernel == "conv2d_wmma_nhwc_w" and weights.block == (32, warps, 1)
         assert weights.grid == (-(-32 * 2 // warps), 1, 1)  # CP = 64 (bk 32 halves: 16 TF32 channels): 2 chunks
         assert f"WCOPY_WARPS = {warps}," in kernel.source and "WCOPY_S = (K * K) | 1" in kernel.source
+
+
+def test_the_weight_copy_and_zeroing_ride_in_the_x_copy():
+    """mma_nhwc and wgmma_nhwc: the 8-warp weight copy (K <= 5) and split-K's or stream-K's zeroing run as blocks of
+    the x copy's launch past its images (z >= batch), in that order, their buffers after its own arguments: a launch
+    fewer each. 7x7 filters keep their 1-warp `_w` launch; weights read in place need none."""
+    layer = get_problem("resnet50-3x3-512-512-7")  # 49 pixels: 2 x 16 blocks an image of 32 TF32 channels
+    kernel = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})
+    copy, gemm = kernel.launches(32)
+    weight_blocks = 512 * (512 // 32) // 8  # a warp for each 32 channels of each output channel, 8 a block
+    zero_blocks = 32 * 512 * 49 // 1024  # as the `_zero` launch had them: 1024 sums a block
+    assert copy.grid == (2, 16, 32 + -(-(weight_blocks + zero_blocks) // (2 * 16)))
+    assert copy.args == ("x", "xh", "batch", "w", "wh", "y") and gemm.args == ("xh", "wh", "y", "batch")
+    assert kernel.kernel_names == ["conv2d_wgmma_nhwc_x", "conv2d_wgmma_nhwc"]
+    source = kernel.source
+    assert "if (blockIdx.z >= batch) {" in source and "constexpr int W_BLOCKS = (M * WCOPY_CHUNKS + 7) / 8;" in source
+    assert "conv2d_wgmma_nhwc_w_task(w, " in source and "_w(const" not in source and "_zero(" not in source
+    assert "const int first = W_BLOCKS, blocks = gridDim.x * gridDim.y * (gridDim.z - batch) - first;" in source
+    plain = render("mma_nhwc", layer, {"precision": "tf32"})  # no split: the weight copy only
+    assert [launch.args for launch in plain.launches(4)] == [("x", "xh", "batch", "w", "wh"),
+                                                             ("xh", "wh", "y", "batch")]
+    assert "(gridDim.z - batch) - first" not in plain.source
+    stem = Problem(B=2, C=3, M=16, H=31, W=29, K=7, pad=3, stride=2, name="stem")  # 1 warp a block: its own launch
+    names = [launch.kernel for launch in render("wgmma_nhwc", stem, {"precision": "tf32", "split": 2}).launches(2)]
+    assert names == ["conv2d_wgmma_nhwc_x", "conv2d_wgmma_nhwc_w", "conv2d_wgmma_nhwc"]  # the zeroing rides along
 
 
 def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
@@ -985,7 +1014,7 @@ def test_wgmma_nhwc_packs_several_taps_into_a_k_step_where_c_is_small():
     kernel = wgmma.render(layer, {"precision": "fp16"})
     assert "constexpr int CP = 16;" in kernel.source and "constexpr int KDIM = 448;" in kernel.source
     assert "TAPS = BK / CP" in kernel.source and "tap < K * K &&" in kernel.source
-    copy_x, copy_w, gemm = kernel.launches(2)
+    copy_x, gemm = kernel.launches(2)  # the weight copy in the x copy's blocks past the images
     assert copy_x.kernel.endswith("_x") and copy_x.grid[1] == 1  # one block of all 16 channels a pixel
     assert "XC = 16," in kernel.source
     assert kernel.workspace(2)["wh"] == 48 * 448 * 2 // 4 and kernel.workspace(2)["xh"] == 2 * 16 * 20 * 19 * 2 // 4

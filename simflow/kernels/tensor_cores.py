@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import LimitError
 from .families import (
+    _adds,
     _check_half_io,
     _columns,
     _half_epilogue_smem,
@@ -217,9 +218,18 @@ class MmaNhwcVariant(WmmaNhwcVariant, family="mma_nhwc"):
         return problem.K == 1 and problem.pad == 0 and problem.stride > 1
 
     def extra_context(self, problem: Problem, params: dict) -> dict:
+        fuse_w, fuse_zero = self.fused(problem, params)
         return {**super().extra_context(problem, params), "hw_even": (problem.Hout * problem.Wout) % 2 == 0,
                 "half_io": io16(params), "t16": t16(params), "subsample": self.subsample(problem),
-                "w_in_place": self.weights_in_place(problem, params)}
+                "w_in_place": self.weights_in_place(problem, params), "fuse_w": fuse_w, "fuse_zero": fuse_zero}
+
+    def fused(self, problem: Problem, params: dict) -> tuple[bool, bool]:
+        """Whether the weight copy (blocks of 8 warps: K <= 5) and the zeroing of the sums split-K or stream-K add
+        into run as blocks of the x copy's launch, past its images, rather than launches of their own: a launch
+        and its ramp fewer each (the weight copy left out of the 3x3 TF32 layers at 7 and 14 took 3.6-7.6 us of
+        46-69 us, the zeroing 2.2-2.3 us more; H200, 2026-12-01, PERFORMANCE.md session 52)."""
+        return (not self.weights_in_place(problem, params) and _weight_copy_warps(problem.K) == 8,
+                _adds(params))
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         return _weights_in_place(problem, params, self.padded_channels(problem, params))
@@ -246,7 +256,27 @@ class MmaNhwcVariant(WmmaNhwcVariant, family="mma_nhwc"):
         if self.weights_in_place(kernel.problem, kernel.params):
             copies = [launch for launch in copies if "wh" not in launch.args]
             gemm = dataclasses.replace(gemm, args=tuple("w" if a == "wh" else a for a in gemm.args))
-        return _split_k_launches(copies, gemm, kernel, batch)
+        return _fuse_into_x_copy(_split_k_launches(copies, gemm, kernel, batch),
+                                 *self.fused(kernel.problem, kernel.params))
+
+
+def _fuse_into_x_copy(launches: list[Launch], fuse_w: bool, fuse_zero: bool) -> list[Launch]:
+    """The x copy (the first launch) with the `_w` and `_zero` launches' blocks added as z slices past its images
+    (_async.cu.j2 channel_last: those blocks find their work from their index past the images), their arguments
+    after its own."""
+    x, *rest = launches
+    blocks, args, kept = 0, list(x.args), []
+    for launch in rest:
+        if (fuse_w and launch.kernel == f"{x.kernel[:-2]}_w") or (fuse_zero and launch.kernel.endswith("_zero")):
+            blocks += math.prod(launch.grid)
+            args += [a for a in launch.args if a != "batch"]
+        else:
+            kept.append(launch)
+    if not blocks:
+        return launches
+    slab = x.grid[0] * x.grid[1]
+    return [dataclasses.replace(x, grid=(*x.grid[:2], x.grid[2] + math.ceil(blocks / slab)), args=tuple(args)),
+            *kept]
 
 
 @dataclass(frozen=True)
