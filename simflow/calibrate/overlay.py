@@ -2,12 +2,13 @@
 
 The overlay sits on SM7_QV100 (the tested config simflow's runs use, a GPU with HBM and unified L1/shared
 memory like the H100/H200) and changes what the measurements say: SM count, clocks, L1/shared memory, L2
-size, latencies, L2 and DRAM bandwidth, the FP32 and PTX integer rates, warp and block limits. Each option
-says where its value comes from:
+size, latencies, L2 and DRAM bandwidth, the FP32 and PTX integer rates, warp and block limits, the operand
+collector units. Each option says where its value comes from:
 
 - measured: a figure the GPU gave (a device attribute, or a microbenchmark);
 - derived: computed from measured figures, the formula in words;
-- set: a structural choice the simulator needs (its address hash takes 16, 32 or 64 L2 slices);
+- set: a structural choice the simulator needs (its address hash takes 16, 32 or 64 L2 slices; its operand
+  collector units, which calibrate's mixed stream tests: _collector_units());
 
 and every other option is kept from the base, the most important of them listed in the file's header.
 
@@ -33,13 +34,16 @@ L2_SETS, L2_LINE = 64, 128  # sets a slice: the L2's IPOLY set index takes 16, 3
 DRAM_BUS_BYTES, DRAM_DATA_RATE = 16, 2  # a channel's bus and the data-command ratio (HBM: double data rate)
 L2_PORT_BYTES = 32  # a slice's data port a cycle (the base's dl2 port width): one sector
 SCHEDULERS = 4  # warp schedulers an SM: its sub-partitions
+# generic operand collector units a scheduler (SM7_QV100: 8 an SM, 2 a scheduler under gpgpu_sub_core_model)
+COLLECTOR_UNITS = 16
 # SM7_QV100's FP32 initiation intervals (add, max, mul, mad, div): 2 cycles a warp on Volta's 16 lanes a scheduler
 BASE_INITIATION_FP = (2, 2, 2, 2, 4)
 # its integer ones (add, max, mul, mad, div, shfl): PTX add and mad hold a scheduler's one integer unit 2 cycles
 BASE_INITIATION_INT = (2, 2, 2, 2, 8, 4)
 KEPT = ("the CTA launch latency, and the kernel launch latency where the measurements have no launch_us",
-        "the pipelines and functional units, the PTX opcode latencies and every initiation interval but FP32 add, "
-        "mul and mad and integer add, mul and mad where measured (the simulator runs compute_70 PTX, not SASS)",
+        "the pipelines and functional units (but the generic operand collector units), the PTX opcode latencies "
+        "and every initiation interval but FP32 add, mul and mad and integer add, mul and mad where measured (the "
+        "simulator runs compute_70 PTX, not SASS)",
         "the interconnect's topology, buffers and flit size (its clock is the L2's), and the DRAM timing in DRAM "
         "cycles (so shorter in time at the derived DRAM clock)",
         "the L1 and L2 replacement and write policies, MSHRs and banks; the instruction and constant caches")
@@ -154,8 +158,25 @@ def settings(m: dict, check: dict | None = None) -> list[Setting]:
                 f"{m['fma_per_sm_per_cycle']:.0f} FMA per SM a cycle measured ({issue:.2f} warp instructions), "
                 f"{lanes:.0f} lanes a unit (the base's {BASE_INITIATION_FP[0]}: Volta's 16); max and div as the base"),
         *_integer(m),
+        *_collector_units(),
         *_latencies(m, f),
     ]
+
+
+def _collector_units() -> list[Setting]:
+    """More generic operand collector units than the base's. On the GPU a shared-memory load that waits on a bank
+    conflict waits in the memory pipe's queue while the FMAs behind it issue; the simulator has no such queue, its
+    waiting loads hold their scheduler's collector units, and with the base's two a scheduler the FMAs find none
+    free. calibrate's mixed stream (`cal_shared_fma`) shows it: with 2-way conflicts the simulated SM gave 0.82 of
+    the H200's loads with 8 units, 0.91 with 32 and 1.00-1.04 with 64 at 6 to 16 FMAs a load (docs/calibrate.md,
+    "The shared-memory pipe"; `calibrate --check` says it again for each overlay)."""
+    units = COLLECTOR_UNITS * SCHEDULERS
+    how = (f"{COLLECTOR_UNITS} a scheduler (the base's 2), so that shared-memory loads waiting on bank conflicts "
+           "leave units to the FMAs behind them, as the GPU's memory queue does (calibrate's mixed stream with 2-way "
+           "conflicts: 0.82 of the GPU's loads with the base's units, 1.00-1.04 with these)")
+    return [Setting("gpgpu_operand_collector_num_units_gen", units, "set", f"generic operand collector units: {how}"),
+            Setting("gpgpu_operand_collector_num_in_ports_gen", units, "set", "as many ports in: one a unit"),
+            Setting("gpgpu_operand_collector_num_out_ports_gen", units, "set", "as many ports out: one a unit")]
 
 
 def _integer(m: dict) -> list[Setting]:
