@@ -161,7 +161,6 @@ def _check_text() -> str:
 
 
 def test_the_simulated_figures_are_read_beside_the_measured_ones():
-
     from simflow.calibrate.check import figures
 
     text = _check_text()
@@ -217,7 +216,6 @@ def test_check_reads_the_measurements_beside_the_config(tmp_path):
 
 @pytest.mark.cuda11
 def test_the_simulated_chases_compile_to_the_32_bit_clock(tmp_path):
-
     from simflow.calibrate.check import program_source
     from simflow.sim.standalone import cuda11_toolkit
 
@@ -431,7 +429,6 @@ def test_with_the_base_operand_collector_units_a_conflicting_load_held_up_the_fm
 
 
 def test_the_simulated_rates_are_the_streams_extra_operations_over_their_extra_cycles():
-
     from simflow.calibrate.check import figures
     from simflow.errors import ToolError
 
