@@ -531,6 +531,32 @@ def test_wgmma_nchw_split_k_adds_into_y(gpu, problem, params):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+CLUSTER_CASES = [  # (problem, params): pixel tiles in clusters of 2 or 4 sharing each weight tile by multicast copies
+    (Problem(B=3, C=1024, M=136, H=7, W=7, K=1, name="1x1-c1024-m136-hw49"),  # 32 k steps, 2 channel tiles
+     {"precision": "tf32", "cluster": 2}),
+    (Problem(B=3, C=1024, M=136, H=7, W=7, K=1, name="1x1-c1024-m136-hw49"),
+     {"precision": "tf32", "cluster": 4, "tile_m": 256, "tile_n": 64, "stages": 5}),
+    (Problem(B=3, C=200, M=104, H=12, W=12, K=1, name="1x1-c200-m104-b3"),  # ragged C, M; 3 pixel tiles: one idle
+     {"precision": "tf32", "cluster": 2, "tile_m": 112, "tile_n": 192}),
+    (Problem(B=2, C=72, M=40, H=16, W=16, K=1, name="1x1-c72-m40"),  # 3 k steps, 3 stages; 4 pixel tiles, 1 cluster
+     {"precision": "tf32", "cluster": 4, "tile_m": 64, "stages": 3}),
+    (Problem(B=2, C=256, M=72, H=13, W=13, K=1, stride=2, name="1x1-c256-stride2"),  # after the dense copy
+     {"precision": "tf32", "cluster": 2, "gather": True, "stages": 6})]
+
+
+@pytest.mark.parametrize("problem,params", CLUSTER_CASES,
+                         ids=[f"{p.name}-" + "-".join(f"{k}={v}" for k, v in c.items()) for p, c in CLUSTER_CASES])
+def test_wgmma_nchw_clusters_share_the_weights(gpu, problem, params):
+    """cluster > 1: the weights laid out as the stages hold them (a `_wi` launch), each block of a cluster copying
+    its share of every k step's weight tile into all of them; blocks past the last pixel tile compute zeros."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, params)
+    launches = kernel.launches(problem.B)
+    assert launches[0].kernel == "conv2d_wgmma_nchw_wi" and launches[-1].grid[0] % params["cluster"] == 0
+    result = run(gpu, kernel, problem.B, seed=17, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 PERSISTENT_CASES = [  # (problem, params): weight-stationary (2 channel tiles; 1) and rotating weights (10 k steps)
     (Problem(B=64, C=160, M=72, H=28, W=28, K=1, name="1x1-c160-m72-b64"),
      {"io": "float16", "tile_m": 64, "tile_n": 64, "persistent": True}),

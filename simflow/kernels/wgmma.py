@@ -153,7 +153,9 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
     makes costs as much as cuDNN's whole layer, and mma.sync (mma_nchw) stays under two thirds of wgmma's rate.
     At stride > 1 or H*W % 4 != 0 (the 7x7 layers) x is copied a pixel at a time (float x only), or with gather=true
     a first launch copies the pixels the layer reads into a dense buffer (each image's padded to 16 bytes), which
-    the GEMM copies 16 bytes at a time: the only way for half x there, as cp.async copies 4 bytes at least."""
+    the GEMM copies 16 bytes at a time: the only way for half x there, as cp.async copies 4 bytes at least.
+    cluster > 1 (TF32): blocks of a cluster, consecutive pixel tiles of one channel tile, share each k step's weight
+    tile by multicast bulk copies from a `_wi` image of the weights, so the L2 serves it once for them all."""
 
     ROW = WgmmaNhwcVariant.ROW
     SMEM_LIMIT = WgmmaNhwcVariant.SMEM_LIMIT
@@ -181,6 +183,17 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             raise LimitError(f"split-K in {self.name} (equal k ranges)", f"{ksteps} k steps of "
                              f"{self.step_k(params)} channels, split={params['split']}",
                              f"a split that divides {ksteps}", "use a smaller split")
+        cluster = params["cluster"]
+        if cluster > 1 and (params["precision"] != "tf32" or io16(params) or params["persistent"]
+                            or params["split"] > 1):
+            raise LimitError(f"cluster > 1 in {self.name} (blocks of one tile each, TF32 weights multicast)",
+                             f"precision={params['precision']}, io={params['io']}, persistent="
+                             f"{params['persistent']}, split={params['split']}",
+                             "precision=tf32, io=float32, persistent=false, split=1", "use cluster=1 here")
+        if params["tile_m"] % (8 * cluster):
+            raise LimitError(f"a block's share of the weight tile in {self.name} (whole swizzle groups of 8 rows)",
+                             f"tile_m={params['tile_m']}, cluster={cluster}", f"tile_m a multiple of {8 * cluster}",
+                             "use a smaller cluster or another tile_m")
         if params["gather"] and vector_columns(problem):
             raise LimitError(f"gather=true in {self.name} (a dense copy of x for layers it cannot read in place by "
                              "16-byte copies)", f"stride=1, H*W={problem.H * problem.W}",
@@ -241,7 +254,7 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
                 "threads": self.threads(params),
                 "kslice": 8 if params["precision"] == "tf32" else 16, "xv": xv, "yv": yv, "skew": skew,
                 "half_io": half_io, "t16": t16(params), "gather": gather, "split": params["split"],
-                "hwp": self.gathered_pixels(problem, params) if gather else hw}
+                "hwp": self.gathered_pixels(problem, params) if gather else hw, "cl": params["cluster"]}
 
     @staticmethod
     def warpgroup_n(params: dict) -> int:
@@ -280,7 +293,8 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             return self.stationary_bytes(problem, params)
         w_tile, x_tile, out_tile = self.smem_parts(problem, params)
         pipeline = params["stages"] * (w_tile + x_tile)
-        return (pipeline + out_tile if params["persistent"] else max(pipeline, out_tile)) + 1024
+        bars = 8 * params["stages"] if params["cluster"] > 1 else 0  # a stage's mbarrier, past the rest
+        return (pipeline + out_tile if params["persistent"] else max(pipeline, out_tile)) + bars + 1024
 
     def weights_in_place(self, problem: Problem, params: dict) -> bool:
         """As the other tensor-core variants, and also where C is no multiple of a k step but w's rows stay 16 bytes
@@ -298,7 +312,9 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
         space = {}
         if params["gather"]:
             space["xg"] = math.ceil(batch * p.C * self.gathered_pixels(p, params) * self.x_bytes(params) / 4)
-        if not self.weights_in_place(p, params):
+        if params["cluster"] > 1:  # the weights as the stages hold them: every channel tile, padded to tile_m rows
+            space["wi"] = math.ceil(p.M / params["tile_m"]) * params["tile_m"] * _round_up(p.C, self.step_k(params))
+        elif not self.weights_in_place(p, params):
             size = input_bytes(params["precision"])
             space["wh"] = math.ceil(p.M * _round_up(p.C, self.step_k(params)) * size / 4)
         return space
@@ -314,14 +330,19 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             stores = columns * p.C * self.x_bytes(params) // 16
             launches.append(Launch(kernel=f"{name}_x", grid=(math.ceil(stores / 256), 1, 1), block=(256, 1, 1),
                                    args=("x", "xg", "batch")))
-        tiles = math.ceil(columns / params["tile_n"]) * channel_tiles
+        cluster = params["cluster"]  # a cluster's blocks take consecutive pixel tiles of one channel tile
+        tiles = math.ceil(columns / params["tile_n"] / cluster) * cluster * channel_tiles
         every = (channel_tiles if self.stationary(p, params) else 1) if params["persistent"] else 0
         x = "xg" if gather else "x"
-        w = "w" if self.weights_in_place(p, params) else "wh"
+        w = "wi" if cluster > 1 else "w" if self.weights_in_place(p, params) else "wh"
         gemm = Launch(kernel=name, grid=(tiles, 1, params["split"]), block=(self.threads(params), 1, 1),
                       dynamic_smem=self.smem_bytes(p, params), args=(x, w, "y", "batch"), persistent=every)
         if w == "wh":
             launches.insert(0, _weight_copy(name, p, _round_up(p.C, self.step_k(params))))
+        elif w == "wi":  # a thread a 16-byte part of the image
+            parts = channel_tiles * params["tile_m"] * _round_up(p.C, self.step_k(params)) // 4
+            launches.insert(0, Launch(kernel=f"{name}_wi", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1),
+                                      args=("w", "wi")))
         return _split_k_launches(launches, gemm, kernel, batch)
 
 
