@@ -50,6 +50,10 @@ def test_per_layer_ranks_time_error_and_counters(tmp_path):
     assert mhz == 1132.0  # SM7_QV100's core clock, as the log echoes its options
     glob = points.loc[[j for j in points.index if "variant=global" in j][0]]
     assert glob["time_error_%"] == pytest.approx(100 * (6693 / (1132 * 1e3) / 0.005 - 1))
+    sim = next(r for r in runs if r.backend == "gpgpusim" and r.variant == "global")
+    hw = next(r for r in runs if r.backend == "gpu-ncu" and r.variant == "global")
+    assert glob["insn_ratio"] == pytest.approx(sim.metrics["gpu_sim_insn"] / hw.metrics["gpu_sim_insn"])
+    assert glob["insn_ratio"] != 1 and 0.5 < glob["insn_ratio"] < 1.5  # PTX and SASS counts differ
     assert layer["median_abs_time_error_%"] == pytest.approx(
         sorted(abs(e) for e in found.points["time_error_%"])[0] / 2 + sorted(
             abs(e) for e in found.points["time_error_%"])[1] / 2)

@@ -217,7 +217,7 @@ class Fidelity:
     summary: object  # per config: layers, jobs, median per-layer Spearman, median |time error|, counter ratios
     layers: object  # per config and layer: Spearman of time ranks, pairs ordered alike, time error, pairs named
     counters: object  # per config and counter: n, median ratio simulated / measured, Spearman, Pearson
-    points: object  # per config, job: simulated and measured time (ms), cycles
+    points: object  # per config, job: simulated and measured time (ms), cycles, thread instructions sim / GPU
 
 
 def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
@@ -225,8 +225,9 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
     the variants' times: simulated cycles against the GPU's (`gpu` time_ms where every job of the layer has a passed
     run there, else ncu's cycles); the share of pairs ordered alike, and those ordered differently, named. Where the
     simulated clock is known (the run folder's config) and the config models the GPU measured (models_gpu), the
-    time error: cycles over that clock against the GPU's time_ms. Per counter of FIDELITY_COUNTERS, the median ratio
-    and the correlations."""
+    time error: cycles over that clock against the GPU's time_ms. Per job also the ratio of thread instructions, so
+    that a pair ordered differently shows whether the two ran the kernels' instructions alike. Per counter of
+    FIDELITY_COUNTERS, the median ratio and the correlations."""
     import pandas as pd
 
     pair, pairs = both_ways(runs)
@@ -250,7 +251,8 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
         points.append({"config": key[0], "problem": sim.problem.name, "job": _name(sim), "sim_cycles": cycles,
                        "gpu_cycles": normalised(hw, "gpu_sim_cycle", pair), "sim_mhz": mhz, "sim_ms": sim_ms,
                        "gpu_ms": gpu_ms, "time_error_%": 100 * (sim_ms / gpu_ms - 1) if models and gpu_ms == gpu_ms
-                       and gpu_ms > 0 else math.nan, "sampled": bool(sim.estimate)})
+                       and gpu_ms > 0 else math.nan, "sampled": bool(sim.estimate),
+                       "insn_ratio": _ratio(*(normalised(r, "gpu_sim_insn", pair) for r in (sim, hw)))})
     frame = pd.DataFrame(points)
     layers = []
     for (config, problem), sub in frame.groupby(["config", "problem"], sort=True):
@@ -281,6 +283,13 @@ def fidelity(runs: list[StoredRun], root: Path | None = None) -> Fidelity:
                         "median_abs_time_error_%": statistics.median(errors) if errors else math.nan,
                         "thread_insn_ratio": float(insn["median_ratio"].iloc[0]) if len(insn) else math.nan})
     return Fidelity(pd.DataFrame(summary), layers, counters, frame)
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, NaN where either is missing or b is 0: the simulator's PTX instructions over the GPU's SASS ones, the
+    measure of how differently the two run a kernel (an `ld.const` SASS folds into an FMA; address arithmetic PTX
+    leaves to the assembler)."""
+    return a / b if a == a and b == b and b else math.nan
 
 
 def _median(values) -> float:
