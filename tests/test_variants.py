@@ -730,6 +730,35 @@ def test_wgmma_nchw_gather_copies_the_pixels_a_layer_reads_first():
         render("wgmma_nchw", get_problem("resnet50-1x1-512-256-28"), {"io": "float16", "gather": True})
 
 
+def test_wgmma_nchw_clusters_copy_the_weights_once_for_their_blocks():
+    """cluster=N (TF32): a `_wi` launch lays the weights out as the stages hold them (every channel tile padded to
+    tile_m rows, channels to a k step), the GEMM's grid is whole clusters of consecutive pixel tiles, and each block
+    multicasts its share of a step's weight tile; cluster=1 renders the kernel it was."""
+    layer = get_problem("resnet50-1x1-1024-256-14")  # 6272 pixels: 98 tiles of 64, 25 clusters of 4 (100 blocks)
+    kernel = render("wgmma_nchw", layer, {"precision": "tf32", "cluster": 4, "tile_m": 256, "tile_n": 64})
+    image, gemm = kernel.launches(32)
+    assert image.kernel == "conv2d_wgmma_nchw_wi" and image.args == ("w", "wi")
+    assert image.grid == (256 * 1024 // 4 // 256, 1, 1)  # a thread a 16-byte part
+    assert gemm.args == ("x", "wi", "y", "batch") and gemm.grid == (100, 1, 1)
+    assert kernel.workspace(32) == {"wi": 256 * 1024}
+    assert "__cluster_dims__(CL, 1, 1)" in kernel.source and "constexpr int CL = 4;" in kernel.source
+    assert ".multicast::cluster" in kernel.source and "barrier.cluster.arrive.relaxed" in kernel.source
+    assert "load_w" not in kernel.source  # the weights come only by the bulk copies
+    ragged = render("wgmma_nchw", get_problem(None, shape="3,200,104,12,12,1,0"),
+                    {"precision": "tf32", "cluster": 2, "tile_m": 112, "tile_n": 192})
+    assert ragged.workspace(3) == {"wi": 112 * 224}  # 104 rows padded to 112, 200 channels to 224
+    assert ragged.launches(3)[-1].grid == (4, 1, 1)  # 432 pixels: 3 tiles, 2 clusters, a block past the last tile
+    plain = render("wgmma_nchw", layer, {"precision": "tf32", "tile_m": 256, "tile_n": 64})
+    assert [launch.kernel for launch in plain.launches(32)] == ["conv2d_wgmma_nchw"]
+    assert "cluster" not in plain.source.split("\n", 2)[2] and "__cluster_dims__" not in plain.source
+    with pytest.raises(LimitError, match="cluster=2 in wgmma_nchw .*needs precision=fp16, the limit is precision=tf32"):
+        render("wgmma_nchw", layer, {"cluster": 2})
+    with pytest.raises(LimitError, match="needs persistent=True, the limit is persistent=False"):
+        render("wgmma_nchw", layer, {"precision": "tf32", "cluster": 2, "persistent": True})
+    with pytest.raises(LimitError, match="tile_m=48, cluster=4.*a multiple of 32"):
+        render("wgmma_nchw", layer, {"precision": "tf32", "cluster": 4, "tile_m": 48})
+
+
 def test_wgmma_nchw_reads_weights_in_place_past_a_ragged_last_k_step():
     """A 1x1 layer whose C is no multiple of a k step (64 half, 32 TF32) but keeps w's rows 16 bytes aligned: w is
     read where it lies, a row C long, and the 16-byte copies past C are zero-filled (no _w launch, no wh); a row

@@ -184,12 +184,12 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
                              f"{self.step_k(params)} channels, split={params['split']}",
                              f"a split that divides {ksteps}", "use a smaller split")
         cluster = params["cluster"]
-        if cluster > 1 and (params["precision"] != "tf32" or io16(params) or params["persistent"]
-                            or params["split"] > 1):
-            raise LimitError(f"cluster > 1 in {self.name} (blocks of one tile each, TF32 weights multicast)",
-                             f"precision={params['precision']}, io={params['io']}, persistent="
-                             f"{params['persistent']}, split={params['split']}",
-                             "precision=tf32, io=float32, persistent=false, split=1", "use cluster=1 here")
+        wanted = {"precision": "tf32", "io": "float32", "persistent": False, "split": 1}
+        if cluster > 1 and (off := {k: params[k] for k, v in wanted.items() if params[k] != v}):
+            raise LimitError(f"cluster={cluster} in {self.name} (TF32 weights multicast to blocks of one tile each)",
+                             ", ".join(f"{k}={v}" for k, v in off.items()),
+                             ", ".join(f"{k}={wanted[k]}" for k in off),
+                             "set those, or use cluster=1")
         if params["tile_m"] % (8 * cluster):
             raise LimitError(f"a block's share of the weight tile in {self.name} (whole swizzle groups of 8 rows)",
                              f"tile_m={params['tile_m']}, cluster={cluster}", f"tile_m a multiple of {8 * cluster}",
