@@ -42,12 +42,18 @@ def main(path: str) -> None:
         cells = [f"{c:,.0f}, {e:+.1f} %" for c, _, e in (old, new)]
         print(f"| {layer} | `{variant}` | {new[1]:.4f} | {cells[0]} | {cells[1]} |")
     print()
+    print_layers(both)
+
+
+def print_layers(both: dict) -> None:
+    """Per layer, over the jobs on both overlays: the Spearman correlation of each overlay's cycles with the GPU's
+    times (three jobs or more) and the median absolute time error; then the error over all of them."""
     print("| layer | jobs | Spearman, 2e177337 | Spearman, 7c4bf852 | time error, 2e177337 | time error, 7c4bf852 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for layer in sorted({layer for layer, _ in both}):
         d = [v for (lay, _), v in both.items() if lay == layer]
         gpu = [v["7c4bf852"][1] for v in d]
-        cells = [f"{spearman([v[o][0] for v in d], gpu):.2f}" for o in OPTIONS]
+        cells = [f"{spearman([v[o][0] for v in d], gpu):.2f}" if len(d) > 2 else "" for o in OPTIONS]
         cells += [f"{statistics.median(abs(v[o][2]) for v in d):.1f} %" for o in OPTIONS]
         print(f"| {layer} | {len(d)} | " + " | ".join(cells) + " |")
     errors = [f"{statistics.median(abs(v[o][2]) for v in both.values()):.1f} %" for o in OPTIONS]
