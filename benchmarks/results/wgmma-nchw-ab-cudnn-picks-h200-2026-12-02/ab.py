@@ -25,7 +25,8 @@ for name in LAYERS:
     problem = get_problem(name)
     for p in configs:
         try:
-            plan.append((name, p, VARIANTS["wgmma_nchw_old"].render(problem, p), VARIANTS["wgmma_nchw"].render(problem, p)))
+            plan.append((name, p, VARIANTS["wgmma_nchw_old"].render(problem, p),
+                         VARIANTS["wgmma_nchw"].render(problem, p)))
         except UserError:
             pass
 t0 = time.monotonic()
@@ -53,7 +54,8 @@ with (Path(os.environ.get("OUT", ".")) / "ab.jsonl").open("w") as fh:
             b[2].append(row["new"] / row["old"])
         else:
             print("NOT PASSED", name, p, status, flush=True)
-print(f"done in {time.monotonic() - t0:.0f} s\nlayer | pairs | best old us | best new us | new/old best | median new/old")
+print(f"done in {time.monotonic() - t0:.0f} s")
+print("layer | pairs | best old us | best new us | new/old best | median new/old")
 for name, (o, nw, rs) in best.items():
     rs.sort()
     print(f"{name} | {len(rs)} | {o * 1e3:.1f} | {nw * 1e3:.1f} | {nw / o:.3f} | {rs[len(rs) // 2]:.3f}")

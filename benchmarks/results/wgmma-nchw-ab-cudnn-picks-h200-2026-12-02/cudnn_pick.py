@@ -8,7 +8,8 @@ LAYERS = {"1x1-1024-256-14": (32, 1024, 256, 14, 14, 1), "1x1-512-256-28": (32, 
 CHILD = r'''
 import sys, torch, statistics
 B, C, M, H, W, S = map(int, sys.argv[1:7])
-torch.backends.cudnn.allow_tf32 = True; torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = True; torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.benchmark = True
 xs = [torch.rand(B, C, H, W, device="cuda") for _ in range(8)]; w = torch.rand(M, C, 1, 1, device="cuda")
 conv = torch.nn.functional.conv2d
 with torch.no_grad():

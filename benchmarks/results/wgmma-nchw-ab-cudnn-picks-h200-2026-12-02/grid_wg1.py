@@ -49,7 +49,8 @@ with (Path(os.environ.get("OUT", ".")) / "grid_wg1.jsonl").open("w") as fh:
     for layer, tag, v, p, k in plan:
         res = gpu.run(Job.make(v, p, get_problem(layer), "gpu", warmup=3, repeats=20), None, k)
         ms = res.metrics.get("time_ms") if res.status == "passed" else None
-        fh.write(json.dumps({"layer": layer, "tag": tag, "variant": v, "params": p, "status": res.status, "ms": ms}) + "\n")
+        fh.write(json.dumps({"layer": layer, "tag": tag, "variant": v, "params": p, "status": res.status,
+                             "ms": ms}) + "\n")
         if res.status != "passed":
             print("NOT PASSED", layer, p, res.status, res.reason, flush=True)
             continue
