@@ -275,13 +275,17 @@ def test_refusals_name_the_limit():
 
 def test_channel_last_copy_reads_pixel_pairs_and_writes_128_byte_rows():
     """The x copy of the nhwc GEMMs: a lane reads two half pixels at once where an image's pixels pair up and none
-    is skipped, a block covers a 128-byte row of the copy's channels where CP allows (64 half, 32 float), and each
-    thread stores 16 bytes; one pixel a lane from float x, where the copy subsamples or where H*W is odd."""
+    is skipped, a block covers a 128-byte row of the copy's channels where CP allows (64 half, 32 float; wgmma_nhwc's
+    TF32 copy 256 bytes, 64 floats), and each thread stores 16 bytes; one pixel a lane from float x, where the copy
+    subsamples or where H*W is odd."""
     cases = [("wgmma_nhwc", "vgg16-conv4_2", {"io": "float16"}, 2, 64, (13, 8, 16)),
-             ("wgmma_nhwc", "vgg16-conv4_2", {"precision": "tf32"}, 1, 32, (25, 16, 16)),  # float x: one a lane
+             ("wgmma_nhwc", "vgg16-conv4_2", {"precision": "tf32"}, 1, 64, (25, 8, 16)),  # float x: one a lane
+             ("mma_nhwc", "vgg16-conv4_2", {"precision": "tf32"}, 1, 32, (25, 16, 16)),
              ("mma_nhwc", "vgg16-conv4_2", {}, 1, 64, (25, 8, 16)),  # fp16 from float x
              ("mma_nhwc", "resnet50-1x1-512-1024-28-s2", {"io": "float16"}, 1, 64, (7, 8, 16)),  # 14 x 14 kept
-             ("wgmma_nhwc", "resnet50-3x3-512-512-7", {"precision": "tf32"}, 1, 32, (2, 16, 16)),  # 49 pixels
+             ("wgmma_nhwc", "resnet50-3x3-512-512-7", {"precision": "tf32"}, 1, 64, (2, 8, 16)),  # 49 pixels
+             ("wgmma_nhwc", Problem(B=2, C=96, M=64, H=8, W=8, K=3, pad=1), {"precision": "tf32"}, 1, 32,
+              (2, 3, 2)),  # CP = 96: no 64-channel block
              ("wmma_nhwc", WMMA_PROBLEM, {}, 1, 32, (16, 1, 16))]  # C = 3 pads to 32 (no 64-channel row); 483 pixels
     for name, layer, params, vec, channels, grid in cases:
         kernel = render(name, get_problem(layer) if isinstance(layer, str) else layer, params)
@@ -683,12 +687,12 @@ def test_the_weight_copy_and_zeroing_ride_in_the_x_copy():
     """mma_nhwc and wgmma_nhwc: the 8-warp weight copy (K <= 5) and split-K's or stream-K's zeroing run as blocks of
     the x copy's launch past its images (z >= batch), in that order, their buffers after its own arguments: a launch
     fewer each. 7x7 filters keep their 1-warp `_w` launch; weights read in place need none."""
-    layer = get_problem("resnet50-3x3-512-512-7")  # 49 pixels: 2 x 16 blocks an image of 32 TF32 channels
+    layer = get_problem("resnet50-3x3-512-512-7")  # 49 pixels: 2 x 8 blocks an image of 64 TF32 channels
     kernel = render("wgmma_nhwc", layer, {"precision": "tf32", "tile_n": 128, "stages": 6, "stream_k": True})
     copy, gemm = kernel.launches(32)
     weight_blocks = 512 * (512 // 32) // 8  # a warp for each 32 channels of each output channel, 8 a block
     zero_blocks = 32 * 512 * 49 // 1024  # as the `_zero` launch had them: 1024 sums a block
-    assert copy.grid == (2, 16, 32 + -(-(weight_blocks + zero_blocks) // (2 * 16)))
+    assert copy.grid == (2, 8, 32 + -(-(weight_blocks + zero_blocks) // (2 * 8)))
     assert copy.args == ("x", "xh", "batch", "w", "wh", "y") and gemm.args == ("xh", "wh", "y", "batch")
     assert kernel.kernel_names == ["conv2d_wgmma_nhwc_x", "conv2d_wgmma_nhwc"]
     source = kernel.source

@@ -113,9 +113,15 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
                 "kdim": self.kdim(problem, params), "packed": cp < self.step_k(params)}
 
     def x_copy_shape(self, problem: Problem, params: dict) -> tuple[int, int]:
-        """As mma_nhwc's, and a block of all the channels where taps are packed (fewer than 32 a pixel)."""
+        """As mma_nhwc's, and a block of all the channels where taps are packed (fewer than 32 a pixel). In TF32 a
+        block takes 64 channels (256 bytes of a pixel) where CP allows: on the H200 the winners of ResNet-50's and
+        VGG-16's TF32 layers ran 0.974-1.000 of their time with 32 (median 0.99); in fp16 128 halves were 1.01-1.07
+        slower than 64 (benchmarks/results/wgmma-nhwc-x-copy-h200-2026-12-02)."""
         vec, channels = super().x_copy_shape(problem, params)
-        return vec, min(channels, self.padded_channels(problem, params))
+        cp = self.padded_channels(problem, params)
+        if params["precision"] == "tf32" and cp % 64 == 0:
+            channels = 64
+        return vec, min(channels, cp)
 
     def workspace(self, kernel: Kernel, batch: int) -> dict[str, int]:
         space = super().workspace(kernel, batch)
