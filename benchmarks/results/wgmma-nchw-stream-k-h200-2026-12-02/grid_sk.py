@@ -1,5 +1,5 @@
-"""wgmma_nchw stream_k (equal shares of every tile's k steps) on ResNet-50's 1x1 TF32 layers,
-beside the suite's session 55 winner of each layer timed in the same process."""
+"""(As run; one line wrapped since.) wgmma_nchw stream_k (equal shares of every tile's k steps) on ResNet-50's 1x1
+TF32 layers, beside the suite's session 55 winner of each layer timed in the same process."""
 import csv
 import itertools
 import json
@@ -51,7 +51,8 @@ with (Path(os.environ.get("OUT", ".")) / "grid_sk.jsonl").open("w") as fh:
     for layer, tag, v, p, k in plan:
         res = gpu.run(Job.make(v, p, get_problem(layer), "gpu", warmup=3, repeats=20), None, k)
         ms = res.metrics.get("time_ms") if res.status == "passed" else None
-        fh.write(json.dumps({"layer": layer, "tag": tag, "variant": v, "params": p, "status": res.status, "ms": ms}) + "\n")
+        fh.write(json.dumps({"layer": layer, "tag": tag, "variant": v, "params": p, "status": res.status,
+                             "ms": ms}) + "\n")
         if res.status != "passed":
             print("NOT PASSED", layer, p, res.status, res.reason, flush=True)
             continue
