@@ -7,6 +7,9 @@ then
   python benchmarks/fidelity.py SIM .scratch/fidelity-gpu -o benchmarks/results/fidelity-....md \
       --keep benchmarks/results/fidelity-.../runs-kept
 
+--figures DIR writes the scatter plots of `simflow report`'s simulator-vs-hardware section (one a config and counter;
+--figures-config keeps the configs whose name holds a text, e.g. an options key).
+
 --keep copies the runs the tables come from into a folder of the repository: each run's result.json and, of a
 simulator run's gpgpusim.config, only the clock option the time error reads (never the simulator's config): a few KB
 a run. This script reads such a folder again as a results folder on a machine that has neither store: a later
@@ -37,6 +40,11 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="copy the runs used into DIR/runs/<id>/ (see above)")
     parser.add_argument("--earlier", metavar="FILE.md", help="an earlier result file of this script whose runs are "
                         "gone: its per-layer and per-job rows are added, config by config, in a last section")
+    parser.add_argument("--figures", metavar="DIR", help="also write the scatter plots of `simflow report`'s "
+                        "simulator-vs-hardware section (a config and counter each, hardware against simulator, the "
+                        "y = x line) into DIR as NAME.svg")
+    parser.add_argument("--figures-config", metavar="TEXT", help="with --figures: only the configs whose name "
+                        "contains TEXT (an options key, e.g. 7c4bf852)")
     args = parser.parse_args()
     runs = [run for folder in args.results for run in _runs(Path(folder))]
     if args.keep:
@@ -65,12 +73,29 @@ def main() -> int:
     text = "\n".join(head) + "\n".join(f"\n## {title}\n\n{render(frame, 'markdown')}" for title, frame in parts)
     if args.output:
         Path(args.output).write_text(text + "\n")
+    if args.figures:
+        written = _figures(runs, Path(args.figures), args.figures_config or "")
+        print(f"wrote {len(written)} scatter plots into {args.figures}")
     print(render(found.layers.drop(columns=["ordered_differently"]), "table"))
     print()
     print(render(found.counters, "table"))
     print()
     print(render(found.summary, "table"))
     return 0
+
+
+def _figures(runs: list, folder: Path, config_text: str) -> list[Path]:
+    """The simulator-vs-hardware scatters (simflow.analysis.report.correlation_section) of the configs whose name
+    holds config_text, each written to folder/NAME.svg; none where no job was run both ways."""
+    from simflow.analysis.report import correlation_section
+    from simflow.results.folders import write_text
+
+    section = correlation_section(runs)
+    figures = [f for f in (section.figures if section else []) if config_text in f.title.split(": ", 1)[0]]
+    folder.mkdir(parents=True, exist_ok=True)
+    for figure in figures:
+        write_text(folder / f"{figure.name}.svg", figure.svg + "\n")
+    return [folder / f"{figure.name}.svg" for figure in figures]
 
 
 def _markdown_table(text: str, title: str):

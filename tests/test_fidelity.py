@@ -157,6 +157,19 @@ def test_the_tables_read_again_from_the_runs_kept_in_the_repository(tmp_path):
     assert again.returncode == 0, again.stderr
     tables = [(tmp_path / name).read_text().split("## Per config", 1)[1] for name in ("a.md", "b.md")]
     assert tables[0] == tables[1] and "1132" in tables[1]  # the clock read from the kept config
+    # --figures: the report's scatter per counter (hardware against simulator, the y = x line), of the configs asked
+    plots = subprocess.run([*script, str(kept), "--figures", str(tmp_path / "fig"), "--figures-config", "SM7"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert plots.returncode == 0, plots.stderr
+    cycles = tmp_path / "fig" / "sim-vs-hardware-SM7_QV100-gpu_sim_cycle.svg"
+    assert cycles.is_file() and "SM7_QV100, gpu_sim_cycle: Spearman" in cycles.read_text()
+    assert 'stroke="#aaa"' in cycles.read_text()  # the diagonal
+    written = sorted(p.name for p in (tmp_path / "fig").glob("*.svg"))
+    assert f"wrote {len(written)} scatter plots" in plots.stdout and "sim-vs-hardware-SM7_QV100-gpu_sim_insn.svg" in (
+        written)
+    none = subprocess.run([*script, str(kept), "--figures", str(tmp_path / "fig2"), "--figures-config", "H100"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert "wrote 0 scatter plots" in none.stdout and not list((tmp_path / "fig2").glob("*.svg"))
     rerun = subprocess.run([*script, str(store_dir), "--keep", str(kept)], capture_output=True, text=True)
     assert "kept 0 runs" in rerun.stdout  # what is kept already stays as it is
     # a store made on another machine (the GPU's, unpacked here): its records name folders that are not here, so each

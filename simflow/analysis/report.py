@@ -71,7 +71,7 @@ def write_report(runs: list[StoredRun], folder: Path, by: list[str], metrics: li
     for number, table in enumerate(result.tables):
         sections.append(_table_section(table, runs, f"{table.backend or 'mixed'}-{number}", speedups))
     sections += _side_by_side(speedups)
-    sections += [s for s in [_correlation_section(runs)] if s]
+    sections += [s for s in [correlation_section(runs)] if s]
     intro = [f"{len(runs)} runs, grouped by {','.join(by)}; made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."]
     intro += [line for line in (result.split, result.left_out) if line]
     intro += [f"Simulator and GPU disagree: {line}" for line in result.disagree]
@@ -461,10 +461,10 @@ SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "Total_core_cache_stats_brea
                    "L2_total_cache_accesses", "gpgpu_n_shmem_insn", "gpgpu_n_shmem_bkconflict", "total dram reads")
 
 
-def _correlation_section(runs: list[StoredRun]) -> Section | None:
+def correlation_section(runs: list[StoredRun]) -> Section | None:
     """Simulator vs hardware, where jobs were run both ways: per config, how well each layer's variants rank alike
     (the pairs ordered differently, named) and the time error, the counters' agreement, and a scatter per counter
-    with the y = x line."""
+    with the y = x line (benchmarks/fidelity.py --figures writes the same scatters)."""
     from .fidelity import correlate, fidelity
 
     try:
