@@ -46,6 +46,8 @@ def main() -> int:
     parser.add_argument("--figures-config", metavar="TEXT", help="with --figures: only the configs whose name "
                         "contains TEXT (an options key, e.g. 7c4bf852)")
     args = parser.parse_args()
+    if args.figures_config and not args.figures:
+        parser.error("--figures-config picks the configs of --figures DIR: give --figures too")
     runs = [run for folder in args.results for run in _runs(Path(folder))]
     if args.keep:
         kept, missing = _keep(runs, Path(args.keep))

@@ -115,8 +115,8 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
     def x_copy_shape(self, problem: Problem, params: dict) -> tuple[int, int]:
         """As mma_nhwc's, and a block of all the channels where taps are packed (fewer than 32 a pixel). In TF32 a
         block takes 64 channels (256 bytes of a pixel) where CP allows: on the H200 the winners of ResNet-50's and
-        VGG-16's TF32 layers ran 0.974-1.000 of their time with 32 (median 0.99); in fp16 128 halves were 1.01-1.07
-        slower than 64 (benchmarks/results/wgmma-nhwc-x-copy-h200-2026-12-02)."""
+        VGG-16's TF32 layers ran 0.974-1.000 of their time with 32 (median 0.99); in fp16 128 halves took 0.99-1.07
+        of the time of 64 (median 1.04), so fp16 keeps 64 (benchmarks/results/wgmma-nhwc-x-copy-h200-2026-12-02)."""
         vec, channels = super().x_copy_shape(problem, params)
         cp = self.padded_channels(problem, params)
         if params["precision"] == "tf32" and cp % 64 == 0:
