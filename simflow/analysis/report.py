@@ -464,7 +464,7 @@ SCATTER_METRICS = ("gpu_sim_cycle", "gpu_sim_insn", "Total_core_cache_stats_brea
 def correlation_section(runs: list[StoredRun]) -> Section | None:
     """Simulator vs hardware, where jobs were run both ways: per config, how well each layer's variants rank alike
     (the pairs ordered differently, named) and the time error, the counters' agreement, and a scatter per counter
-    with the y = x line (benchmarks/fidelity.py --figures writes the same scatters)."""
+    with the y = x line (benchmarks/fidelity.py writes the same scatters as SVG files)."""
     from .fidelity import correlate, fidelity
 
     try:
