@@ -1,4 +1,6 @@
-"""The native GPU backend: PyCUDA compiles the rendered source, runs, checks and times it."""
+"""The native GPU backend: PyCUDA compiles the rendered source, runs, checks and times it; the variant's kernels are
+loaded and launched through the driver (simflow.backends.driver), where a launch after the first may be
+programmatic."""
 
 from __future__ import annotations
 
@@ -20,12 +22,14 @@ from ..kernels.reference import Check, as_float32, check_output, host_dtype, mak
 from ..kernels.variant_types import Kernel, Launch, template_environment
 from ..resources import cache_dir
 from ..settings import current
+from . import driver
 from .base import Availability, Backend, Finding, Job, RunResult
 
 try:
     import pycuda
     import pycuda.driver as drv
     from pycuda.compiler import SourceModule
+    from pycuda.compiler import compile as nvcc_compile
 except ImportError as exc:  # the error is raised only when the backend is created
     drv = None
     _IMPORT_ERROR = exc
@@ -90,6 +94,9 @@ class GpuBackend(Backend):
     speed_metric = "time_ms"
     speed_unit = "ms"
     title, short = "GPU", "gpu"
+    # Launches a variant marks programmatic start before the one before them ends (sm_90 and newer); off, every
+    # launch waits for the one before it (benchmarks/programmatic_launch.py measures one against the other).
+    programmatic = True
     better = {  # "" = neither direction is better: a fact, not a score
         "time_ms": "lower", "time_ms_min": "lower", "time_ms_max": "lower", "gflops": "higher", "gbps": "higher",
         "registers": "", "smem_static_bytes": "", "smem_dynamic_bytes": "", "local_bytes": "lower",
@@ -168,19 +175,17 @@ class GpuBackend(Backend):
                              f"{0.9 * free / 2**30:.1f} GiB free", "run a smaller batch (--batch) or a variant "
                              "without a workspace (implicit_gemm)")
 
-    def _module(self, kernel: Kernel):
-        """SourceModule of the rendered source, arch from the device; PyCUDA caches the cubin."""
+    def _module(self, kernel: Kernel) -> driver.Module:
+        """The rendered source compiled for the device's arch (PyCUDA's nvcc call, which caches the cubin), loaded
+        through the driver."""
         key = kernel.fingerprint(COMPILE_OPTIONS)
         if key not in self._modules:
             folder = cache_dir() / "pycuda"
             folder.mkdir(parents=True, exist_ok=True)
-            self._modules[key] = SourceModule(
-                kernel.source,
-                options=list(COMPILE_OPTIONS),
-                no_extern_c=True,  # the kernels are extern "C" already
-                arch=kernel.build_arch(self.limits.arch),
-                cache_dir=str(folder),
-            )
+            cubin = nvcc_compile(kernel.source, options=list(COMPILE_OPTIONS),
+                                 no_extern_c=True,  # the kernels are extern "C" already
+                                 arch=kernel.build_arch(self.limits.arch), cache_dir=str(folder))
+            self._modules[key] = driver.Module(cubin)
         return self._modules[key]
 
     def _hold(self):
@@ -236,17 +241,33 @@ class GpuBackend(Backend):
             result.status = "compile_error"
             result.reason = f"{exc}\n{getattr(exc, 'stderr', '')}".strip()
             return result
-        functions = [module.get_function(launch.kernel) for launch in launches]
+        functions = [module.function(launch.kernel) for launch in launches]
         for func, launch in zip(functions, launches, strict=True):
             if launch.dynamic_smem > self.limits.smem_per_block:
-                func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, launch.dynamic_smem)
+                func.allow_dynamic_smem(launch.dynamic_smem)
         launches = self._resident(functions, launches)
         self._resources(result, functions, launches)
         try:
             self._execute(kernel, problem, module, functions, launches, job, result)
-        except drv.Error as exc:
+        except (drv.Error, driver.DriverError) as exc:
             result.status, result.reason = "launch_error", f"CUDA error: {exc}"
         return result
+
+    def _programmatic(self, launches: list[Launch]) -> bool:
+        """Whether launches after the first the variant marks start before the one before them ends here."""
+        return (self.programmatic and self.limits.compute_capability >= (9, 0)
+                and any(launch.programmatic for launch in launches[1:]))
+
+    def _launch(self, functions, launches: list[Launch], named: dict, batch: int, stream=None,
+                alone: bool = False) -> None:
+        """The launches in order, their buffers by name. A launch the variant marks programmatic may start before
+        the one before it ends (its kernels wait for it: _async.cu.j2 programmatic), where the device has it
+        (sm_90 and newer) and `programmatic` is on; the first, and each timed alone, waits as a plain launch does."""
+        ahead = self._programmatic(launches) and not alone
+        for i, (func, launch) in enumerate(zip(functions, launches, strict=True)):
+            args = [np.int32(batch) if a == "batch" else named[a] for a in launch.args]
+            func.launch(launch.grid, launch.block, launch.dynamic_smem, args, stream,
+                        programmatic=ahead and i > 0 and launch.programmatic)
 
     def _check(self, kernel: Kernel, problem, device: dict, y, job: Job) -> Check:
         """Every output element of `y` (device memory: the output as the kernel wrote it, in kernel.io) against
@@ -286,8 +307,8 @@ class GpuBackend(Backend):
         fitted = []
         for func, launch in zip(functions, launches, strict=True):
             if launch.persistent:
-                regs = func.get_attribute(drv.function_attribute.NUM_REGS)
-                smem = func.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES) + launch.dynamic_smem
+                regs = func.attribute("num_regs")
+                smem = func.attribute("shared_size_bytes") + launch.dynamic_smem
                 per_sm = theoretical_occupancy(self.limits, launch.threads_per_block, regs, smem).blocks_per_sm
                 every = launch.persistent
                 blocks = min(launch.grid[0], max(every, self.limits.sm_count * max(1, per_sm) // every * every))
@@ -299,13 +320,13 @@ class GpuBackend(Backend):
         several = len(launches) > 1
         for func, launch in zip(functions, launches, strict=True):
             prefix = RunResult.kernel_prefix(launch.kernel, several)
-            regs = func.get_attribute(drv.function_attribute.NUM_REGS)
-            static = func.get_attribute(drv.function_attribute.SHARED_SIZE_BYTES)
+            regs = func.attribute("num_regs")
+            static = func.attribute("shared_size_bytes")
             occ = theoretical_occupancy(self.limits, launch.threads_per_block, regs, static + launch.dynamic_smem)
             result.add(prefix + "registers", regs, "regs/thread")
             result.add(prefix + "smem_static_bytes", static, "B")
             result.add(prefix + "smem_dynamic_bytes", launch.dynamic_smem, "B")
-            result.add(prefix + "local_bytes", func.get_attribute(drv.function_attribute.LOCAL_SIZE_BYTES), "B")
+            result.add(prefix + "local_bytes", func.attribute("local_size_bytes"), "B")
             result.add(prefix + "threads_per_block", launch.threads_per_block)
             result.add(prefix + "grid_blocks", launch.grid[0] * launch.grid[1] * launch.grid[2])
             result.add(prefix + "blocks_per_sm", occ.blocks_per_sm)
@@ -329,17 +350,14 @@ class GpuBackend(Backend):
         reference = buffers[0] if io == np.float32 else {"x": drv.to_device(as_float32(x, kernel.io)),
                                                          "w": drv.to_device(as_float32(w, kernel.io))}
         for symbol, host in kernel.constant_symbols.items():
-            ptr, size = module.get_global(symbol)
+            ptr, size = module.global_symbol(symbol)
             data = {"w": w}[host]
             if size != data.nbytes:
                 raise RuntimeError(f"{symbol}: {size} bytes on the device, {data.nbytes} on the host")
             drv.memcpy_htod(ptr, data)
 
         def launch_all(bufs) -> None:
-            named = {**workspace, **bufs}
-            for func, launch in zip(functions, launches, strict=True):
-                args = [np.int32(problem.B) if a == "batch" else named[a] for a in launch.args]
-                func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
+            self._launch(functions, launches, {**workspace, **bufs}, problem.B)
 
         # Correctness: poison the output with NaN, run once, compare with the reference.
         if io.itemsize == 2:  # a 16-bit NaN: half's, or bf16's
@@ -370,8 +388,9 @@ class GpuBackend(Backend):
             exposed += 1e6 * (time.perf_counter() - t0) > hold_us  # the GPU may have idled between the events
             end.synchronize()
             times.append(start.time_till(end))
-        result.environment["timing"] = (f"CUDA events around the launches, queued behind a {hold_us:.0f} us hold "
-                                        f"kernel; host enqueue outlasted it in {exposed} of {job.repeats}")
+        how = ", the later ones programmatic" if self._programmatic(launches) else ""
+        result.environment["timing"] = (f"CUDA events around the launches{how}, queued behind a {hold_us:.0f} us "
+                                        f"hold kernel; host enqueue outlasted it in {exposed} of {job.repeats}")
         median = statistics.median(times)
         result.add("time_ms", median, "ms")
         result.add("time_ms_min", min(times), "ms")
@@ -401,11 +420,9 @@ class GpuBackend(Backend):
         for func, launch in zip(functions, launches, strict=True):
             times = []
             for i in range(min(job.repeats, LAUNCH_REPEATS)):
-                named = {**workspace, **buffers[i % len(buffers)]}
-                args = [np.int32(problem.B) if a == "batch" else named[a] for a in launch.args]
                 hold(np.uint64(1000 * hold_us), block=(1, 1, 1), grid=(1, 1, 1))
                 start.record()
-                func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem)
+                self._launch([func], [launch], {**workspace, **buffers[i % len(buffers)]}, problem.B, alone=True)
                 end.record()
                 end.synchronize()
                 times.append(start.time_till(end))
@@ -441,9 +458,7 @@ class GpuBackend(Backend):
                 x_dev, y_dev = int(device["x"]) + first * x_image, int(device["y"]) + first * y_image
                 drv.memcpy_htod_async(x_dev, x_host[first:first + images], stream)
                 named = {**space, "x": np.uintp(x_dev), "w": device["w"], "y": np.uintp(y_dev)}
-                for func, launch in zip(functions, launches, strict=True):
-                    args = [np.int32(images) if a == "batch" else named[a] for a in launch.args]
-                    func(*args, block=launch.block, grid=launch.grid, shared=launch.dynamic_smem, stream=stream)
+                self._launch(functions, launches, named, images, stream)
                 drv.memcpy_dtoh_async(y_host[first:first + images], y_dev, stream)
 
         def timed(fn, parts) -> float:

@@ -80,6 +80,9 @@ class Launch:
     # n > 0: grid[0] counts tiles and each block loops over its share of them, so a launcher may start only as many
     # blocks as the device holds at once, a multiple of n (any such grid[0] gives the same result)
     persistent: int = 0
+    # True: its kernels begin with griddepcontrol.wait (_async.cu.j2 programmatic), so a launcher may start it before
+    # the launch before it ends (programmatic dependent launch, sm_90 and newer)
+    programmatic: bool = False
 
     @property
     def threads_per_block(self) -> int:
