@@ -1060,3 +1060,31 @@ def test_wgmma_nhwc_packs_several_taps_into_a_k_step_where_c_is_small():
                              (Problem(B=2, C=32, M=48, H=9, W=9, K=3, pad=1, name="c32"), {"precision": "tf32"})):
         source = wgmma.render(unpacked, params).source
         assert "TAPS" not in source and "CSTEPS = CP / BK" in source
+
+
+def _kernel_body_start(source: str, name: str) -> str:
+    """The first lines of kernel `name`'s body in a rendered source."""
+    found = re.search(r'extern "C" __global__ void[^;{]*?\b' + re.escape(name) + r"\(", source)
+    assert found, f"kernel {name} not in the source"
+    body = source.index("{", source.index(")", found.end()))
+    return source[body + 1:body + 200]
+
+
+def test_only_launches_whose_kernels_wait_for_the_one_before_are_programmatic():
+    """A programmatic launch may start before the one before it ends (GpuBackend._launch): every kernel of one
+    must begin by waiting for it (griddepcontrol.wait, sm_90 and newer only), or it would read a copy still being
+    written. The first launch never is one (nothing before it in the variant), and the families that do not
+    mark theirs launch each after the one before."""
+    marked = set()
+    for name, params in ALL:
+        kernel = VARIANTS[name].render(problem_for(name), params)
+        launches = kernel.launches(kernel.problem.B)
+        assert not launches[0].programmatic
+        for launch in launches[1:]:
+            if launch.programmatic:
+                marked.add(name)
+                start = _kernel_body_start(kernel.source, launch.kernel)
+                assert start.lstrip().startswith("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+                                                 '  asm volatile("griddepcontrol.wait;" ::: "memory");'), \
+                    (name, params, launch.kernel, start)
+    assert marked == {"wgmma_nhwc", "wgmma_nchw", "wgmma_halo"}

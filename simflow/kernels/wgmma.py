@@ -144,10 +144,11 @@ class WgmmaNhwcVariant(MmaNhwcVariant, family="wgmma_nhwc"):
         elif params["persistent"]:
             per_tile = 1
         else:
-            return launches
+            return _programmatic(launches)
         name = f"conv2d_{self.name}"
-        return [dataclasses.replace(launch, grid=(launch.grid[0] * launch.grid[1] * per_tile, 1, 1), persistent=1)
-                if launch.kernel == name else launch for launch in launches]
+        return _programmatic([dataclasses.replace(launch, grid=(launch.grid[0] * launch.grid[1] * per_tile, 1, 1),
+                                                  persistent=1) if launch.kernel == name else launch
+                              for launch in launches])
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             parts = channel_tiles * params["tile_m"] * _round_up(p.C, self.step_k(params)) // 4
             launches.insert(0, Launch(kernel=f"{name}_wi", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1),
                                       args=("w", "wi")))
-        return _split_k_launches(launches, gemm, kernel, batch)
+        return _programmatic(_split_k_launches(launches, gemm, kernel, batch))
 
 
 @dataclass(frozen=True)
@@ -443,7 +444,15 @@ class WgmmaHaloVariant(Variant, family="wgmma_halo"):
         name = f"conv2d_{self.name}"
         tiles = math.ceil(p.M / params["tile_m"]) * batch * self.layout(p, params)["tiles_img"]
         parts = self.weight_bytes(p, params) // 16  # a thread of the _w kernel writes 16 bytes
-        return [Launch(kernel=f"{name}_w", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1), args=("w", "wt")),
-                Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
-                       args=("x", "wt", "y", "batch"))]
+        return _programmatic([
+            Launch(kernel=f"{name}_w", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1), args=("w", "wt")),
+            Launch(kernel=name, grid=(tiles, 1, 1), block=(256, 1, 1), dynamic_smem=self.smem_bytes(p, params),
+                   args=("x", "wt", "y", "batch"))])
 
+
+def _programmatic(launches: list[Launch]) -> list[Launch]:
+    """Every launch after the first may start before the one before it ends: each kernel of these templates
+    begins by waiting for it (_async.cu.j2 programmatic). Its blocks are then resident and set up when the copy
+    before it ends, instead of a launch's round trip later (2-6 % of a ResNet-50 layer's time on an H200,
+    benchmarks/programmatic_launch.py)."""
+    return [dataclasses.replace(launch, programmatic=i > 0) for i, launch in enumerate(launches)]
