@@ -136,7 +136,41 @@ def test_each_launch_of_several_is_timed_alone(gpu, capsys, monkeypatch):
     assert main(["run", "mma_nhwc", "--problem", "resnet50-1x1-512-1024-28-s2", "--batch", "4", "--repeats", "3",
                  "--no-store"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["time_ms"])
-    assert len(row.split()) == 6  # time_ms, the whole, the three launches, ms
+    assert len(row.split()) == 5  # time_ms, the whole, ms, the two launches
+
+
+PROGRAMMATIC_CASES = [  # launches after the first programmatic: a copy and a GEMM, three launches, split-K's zeroing
+    # and rounding around the GEMM, stream-K, the halo's weight copy, wgmma_nchw's gather and cluster weight copies
+    ("wgmma_nhwc", {"precision": "tf32", "persistent": True}, get_problem("resnet50-3x3-256-256-14", batch=4)),
+    ("wgmma_nhwc", {"precision": "tf32", "tile_m": 64, "tile_n": 128, "persistent": True},
+     get_problem("resnet50-conv1", batch=2)),
+    ("wgmma_nhwc", {"io": "float16", "split": 2}, get_problem("resnet50-1x1-2048-512-7", batch=4)),
+    ("wgmma_nhwc", {"precision": "tf32", "tile_n": 128, "stream_k": True},
+     get_problem("resnet50-3x3-512-512-7", batch=4)),
+    ("wgmma_halo", {"tile_m": 64, "tile_n": 512}, get_problem("resnet50-3x3-64-64-56", batch=4)),
+    ("wgmma_nchw", {"precision": "tf32", "gather": True, "tile_m": 256},
+     get_problem("resnet50-1x1-1024-2048-14-s2", batch=4)),
+    ("wgmma_nchw", {"precision": "tf32", "cluster": 4, "tile_m": 256, "tile_n": 64},
+     get_problem("resnet50-1x1-1024-256-14", batch=4)),
+]
+
+
+@pytest.mark.parametrize("variant,params,problem", PROGRAMMATIC_CASES,
+                         ids=[f"{v}-{'-'.join(f'{k}={x}' for k, x in p.items())}" for v, p, _ in PROGRAMMATIC_CASES])
+def test_programmatic_launches_match_the_reference_as_plain_ones_do(gpu, variant, params, problem):
+    """Each launch after the first starts before the one before it ends, and waits for it in its kernels: the
+    result checks out against the float64 reference, as with every launch after the one before, and the run
+    says how it was launched."""
+    kernel = VARIANTS[variant].render(problem, params)
+    assert [launch.programmatic for launch in kernel.launches(problem.B)][1:] == [True] * (len(kernel.kernel_names) - 1)
+    try:
+        for on in (True, False):
+            gpu.programmatic = on
+            result = run(gpu, kernel, problem.B, repeats=5)
+            assert result.status == "passed", (on, result.reason)
+            assert ("programmatic" in result.environment["timing"]) == (on and gpu.limits.compute_capability >= (9, 0))
+    finally:
+        gpu.programmatic = True
 
 
 def test_runs_are_stored_and_diffed(gpu, tmp_path, capsys):
