@@ -91,16 +91,21 @@ def _uniform(rng, shape, dtype, chunk: int = 1 << 22) -> np.ndarray:
     return out
 
 
-REFERENCE_CHUNK = 1 << 24  # multiply-adds of one block of the reference's output rows
+REFERENCE_CHUNK = 1 << 22  # multiply-adds (and elements padded) of one block: a signal waits at most one block
 
 
 def conv2d_reference(x: np.ndarray, w: np.ndarray, pad: int, stride: int = 1) -> np.ndarray:
     """y[b,m,oy,ox] = sum_{c,ky,kx} x[b,c,oy*stride+ky-pad,ox*stride+kx-pad] * w[m,c,ky,kx], in float64."""
-    x = np.asarray(x, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
-    if pad:
-        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    B, C, Hp, Wp = x.shape
+    B, C, H, W = x.shape
+    # x in float64 with its padding, written in blocks of rows too: one np.pad or astype of a large image is a
+    # single call of seconds that a signal waits for (np.zeros only maps the pages)
+    padded = np.zeros((B, C, H + 2 * pad, W + 2 * pad))
+    rows = max(1, REFERENCE_CHUNK // max(1, B * C * W))
+    for r0 in range(0, H, rows):
+        padded[:, :, pad + r0:pad + min(H, r0 + rows), pad:pad + W] = x[:, :, r0:r0 + rows]
+    x = padded
+    Hp, Wp = x.shape[2:]
     M, _, K, _ = w.shape
     hout, wout = (Hp - K) // stride + 1, (Wp - K) // stride + 1
     y = np.zeros((B, M, hout, wout))
