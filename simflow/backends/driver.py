@@ -113,8 +113,5 @@ class Module:
 
 
 def _c_value(arg):
-    if isinstance(arg, np.int32):
-        return ctypes.c_int32(int(arg))
-    if isinstance(arg, np.uint64):
-        return ctypes.c_uint64(int(arg))
-    return ctypes.c_uint64(int(arg))  # a device pointer (a PyCUDA DeviceAllocation converts to its address)
+    """np.int32 as 32 bits; anything else (np.uint64, a device pointer, a PyCUDA allocation) as 64."""
+    return ctypes.c_int32(int(arg)) if isinstance(arg, np.int32) else ctypes.c_uint64(int(arg))

@@ -258,12 +258,11 @@ class GpuBackend(Backend):
         return (self.programmatic and self.limits.compute_capability >= (9, 0)
                 and any(launch.programmatic for launch in launches[1:]))
 
-    def _launch(self, functions, launches: list[Launch], named: dict, batch: int, stream=None,
-                alone: bool = False) -> None:
+    def _launch(self, functions, launches: list[Launch], named: dict, batch: int, stream=None) -> None:
         """The launches in order, their buffers by name. A launch the variant marks programmatic may start before
         the one before it ends (its kernels wait for it: _async.cu.j2 programmatic), where the device has it
-        (sm_90 and newer) and `programmatic` is on; the first, and each timed alone, waits as a plain launch does."""
-        ahead = self._programmatic(launches) and not alone
+        (sm_90 and newer) and `programmatic` is on; the first (and a launch timed alone) waits as a plain one does."""
+        ahead = self._programmatic(launches)
         for i, (func, launch) in enumerate(zip(functions, launches, strict=True)):
             args = [np.int32(batch) if a == "batch" else named[a] for a in launch.args]
             func.launch(launch.grid, launch.block, launch.dynamic_smem, args, stream,
@@ -422,7 +421,7 @@ class GpuBackend(Backend):
             for i in range(min(job.repeats, LAUNCH_REPEATS)):
                 hold(np.uint64(1000 * hold_us), block=(1, 1, 1), grid=(1, 1, 1))
                 start.record()
-                self._launch([func], [launch], {**workspace, **buffers[i % len(buffers)]}, problem.B, alone=True)
+                self._launch([func], [launch], {**workspace, **buffers[i % len(buffers)]}, problem.B)
                 end.record()
                 end.synchronize()
                 times.append(start.time_till(end))
