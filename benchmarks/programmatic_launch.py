@@ -14,17 +14,17 @@ mean of on / off.
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
 import json
 import math
-import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from floor_reasons import parse_config  # noqa: E402
 
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.job import Job  # noqa: E402
@@ -33,23 +33,10 @@ from simflow.kernels.variants import VARIANTS  # noqa: E402
 
 
 def winners(path: Path) -> list[tuple]:
-    """(layer, precision, variant, params) of each row's best configuration in a suite CSV."""
-    found = []
+    """(layer, precision, variant, params as text) of each row's best configuration in a suite CSV."""
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            for column, text in row.items():
-                if not column.endswith(" best") or not text or text == "-":
-                    continue
-                variant, _, listed = re.sub(r"\s*\[.*?\]", "", text).partition(":")
-                params = {}
-                for item in filter(None, listed.split(",")):
-                    key, _, value = item.partition("=")
-                    try:
-                        params[key] = ast.literal_eval(value)
-                    except (ValueError, SyntaxError):
-                        params[key] = value
-                found.append((row["layer"], column.split()[0], variant, params))
-    return found
+        return [(row["layer"], column.split()[0], *parse_config(text)) for row in csv.DictReader(f)
+                for column, text in row.items() if column.endswith(" best") and text and text != "-"]
 
 
 def main() -> int:
@@ -72,6 +59,7 @@ def main() -> int:
           flush=True)
     rows = []
     for layer, precision, variant, params, problem, kernel in runs:
+        params = dict(kernel.params)  # the text's values, parsed
         job = Job.make(variant, params, problem, "gpu", warmup=3, repeats=args.repeats)
         times, failed = {True: [], False: []}, []
         for r in range(args.rounds):
