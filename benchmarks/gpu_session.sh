@@ -16,9 +16,9 @@ if [[ $what == tests || $what == all ]]; then
   # wheel) they run on all but two of the machine's cores, about 4 minutes on 16 (session 58), instead of one at a
   # time; the other files' few GPU tests run after them, one at a time.
   par=(); python3 -c "import xdist" 2>/dev/null && par=(-n "$(( $(nproc) > 4 ? $(nproc) - 2 : 1 ))")
-  { python3 -m pytest -q -rs -m gpu -p no:cacheprovider "${par[@]}" tests/test_gpu.py; a=$?
-    python3 -m pytest -q -rs -m gpu -p no:cacheprovider --ignore=tests/test_gpu.py tests/; b=$?
-    exit $(( a || b )); } 2>&1 | tee "$out/gpu-tests.log" | grep -E "passed|failed|error|FAILED|ERROR" | tail -25
+  { python3 -m pytest -q -rfEs -m gpu -p no:cacheprovider "${par[@]}" tests/test_gpu.py; a=$?
+    python3 -m pytest -q -rfEs -m gpu -p no:cacheprovider --ignore=tests/test_gpu.py tests/; b=$?
+    exit $(( a || b )); } 2>&1 | tee "$out/gpu-tests.log" | grep -E "^(FAILED|ERROR) |[0-9]+ (passed|failed)" | tail -25
   rc=${PIPESTATUS[0]}
 fi
 if [[ $what == bench || $what == all ]]; then
