@@ -25,26 +25,26 @@ from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 
 ROUNDS = 3
-plan = []  # (layer, precision, params, A kernel, B kernel)
+plan = []  # (layer, problem, precision, params, A kernel, B kernel)
 for path in sys.argv[1:]:
     for r in csv.DictReader(open(path)):
-        col = next(c for c in r if c.endswith(" best"))
-        variant, params = parse_config(r[col])
-        if variant != "wgmma_nchw" or params.get("io", "float32") != "float32":
-            continue
-        problem = get_problem(r["layer"])
-        plan.append((r["layer"], col.split()[0], params, VARIANTS["wgmma_nchw_a"].render(problem, params),
-                     VARIANTS["wgmma_nchw"].render(problem, params)))
+        for col in (c for c in r if c.endswith(" best")):  # each precision's winner
+            variant, params = parse_config(r[col])
+            if variant != "wgmma_nchw" or params.get("io", "float32") != "float32":
+                continue
+            problem = get_problem(shape=r["shape"])  # the suite's shape: presets and layers of no suite alike
+            plan.append((r["layer"], problem, col.split()[0], params, VARIANTS["wgmma_nchw_a"].render(problem, params),
+                         VARIANTS["wgmma_nchw"].render(problem, params)))
 gpu = GpuBackend()
 t0 = time.monotonic()
-n = gpu.precompile([k for row in plan for k in row[3:]], os.cpu_count())
+n = gpu.precompile([k for row in plan for k in row[4:]], os.cpu_count())
 print(f"{len(plan)} pairs, compiled {n} in {time.monotonic() - t0:.0f} s", flush=True)
 best = {}
 with (Path(os.environ.get("OUT", ".")) / "ab_nchw.jsonl").open("w") as fh:
     for _ in range(ROUNDS):
-        for layer, prec, params, a, b in plan:
+        for layer, problem, prec, params, a, b in plan:
             for tag, name, kernel in (("A", "wgmma_nchw_a", a), ("B", "wgmma_nchw", b)):
-                r = gpu.run(Job.make(name, params, get_problem(layer), "gpu", warmup=3, repeats=20), None, kernel)
+                r = gpu.run(Job.make(name, params, problem, "gpu", warmup=3, repeats=20), None, kernel)
                 ms = r.metrics.get("time_ms") if r.status == "passed" else None
                 row = {"layer": layer, "precision": prec, "tag": tag, "params": params, "status": r.status,
                        "time_ms": ms, "registers": r.metrics.get("registers")}
@@ -56,7 +56,7 @@ with (Path(os.environ.get("OUT", ".")) / "ab_nchw.jsonl").open("w") as fh:
 print(f"done in {time.monotonic() - t0:.0f} s")
 print("layer | params | A us | B us | B/A")
 ratios = []
-for layer, _, params, _, _ in plan:
+for layer, _, _, params, _, _ in plan:
     a, b = best.get((layer, "A")), best.get((layer, "B"))
     if a and b:
         ratios.append(b / a)
