@@ -14,8 +14,11 @@ what 'simflow tune' found best for each layer.
 
     python benchmarks/suite.py [--suite resnet50] [--layers N | --only NAME,...] [--repeats 20] [--csv FILE]
     python benchmarks/suite.py --shapes "NAME=B,C,M,H,W,K,pad,stride;..."     (layers of no suite)
+    python benchmarks/suite.py --suite resnet50 --combine PART.csv ... --csv ALL.csv   (parts of one suite's run)
 
-The CSVs are written again after each layer, so a run stopped part way (a time limit) keeps the layers it measured.
+The CSVs are written again after each layer, so a run stopped part way (a time limit) keeps the layers it measured;
+--combine joins the per-layer tables of runs that each measured a part of a suite (--only), in the suite's order,
+into one table and prints its summary, as a whole run would (no GPU needed).
 """
 
 from __future__ import annotations
@@ -85,7 +88,13 @@ def main() -> int:
                         help="nvcc processes compiling every configuration before the timed runs")
     parser.add_argument("--tuned", metavar="RESULTS", help="also run what 'simflow tune' found best for each layer "
                                                             "(RESULTS/tuned.json), per precision")
+    parser.add_argument("--combine", nargs="+", metavar="CSV", help="join these per-layer tables (parts of one run of "
+                                                                    "--suite) into --csv and print the summary")
     args = parser.parse_args()
+    if args.combine:
+        if args.every_csv:
+            parser.error("--combine joins the per-layer tables only: leave out --every-csv (each part has its own)")
+        return _combine(args, parser)
     if args.shapes:
         args.suite = "shapes"
         layers = [get_problem(name.strip(), shape=shape) for name, _, shape in
@@ -152,6 +161,14 @@ def main() -> int:
         print(" | ".join(f"{k}={v}" for k, v in row.items() if k not in ("refused",)), flush=True)
         _write_csvs(args, rows, every)
     print(f"\n{args.suite}: {len(rows)} layers in {time.monotonic() - started:.0f} s on {gpu.limits.name}")
+    _summary(rows, precisions)
+    failed = [f for r in rows for f in r.get("failed", [])]
+    print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
+    return 1 if failed else 0
+
+
+def _summary(rows: list[dict], precisions: list[str]) -> None:
+    """Each precision's geometric mean of simflow / cuDNN, worst layer, best rate and median shares of the floor."""
     print("precision  layers  geomean simflow/cuDNN  worst (layer)          best simflow TFLOP/s  "
           "median % of floor: simflow, cuDNN")
     for precision in precisions:
@@ -167,9 +184,30 @@ def main() -> int:
         shares = [statistics.median(share) if share else math.nan for share in shares]
         print(f"{precision:9}  {len(ratios):6}  {geomean:21.3f}  {worst[0]:.2f} ({worst[1]})  "
               f"{max(t for _, _, t in ratios):.1f}  {shares[0]:.1f} %, {shares[1]:.1f} %")
-    failed = [f for r in rows for f in r.get("failed", [])]
-    print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
-    return 1 if failed else 0
+
+
+def _combine(args, parser) -> int:
+    """--combine: the parts' rows in the suite's order (each layer in one part only) to --csv, and the summary.
+    Wrong or failed runs are not in the tables: each part's log lists its own."""
+    order = [problem.name for problem in suite(args.suite)]
+    rows, seen = [], {}
+    for path in args.combine:
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row["layer"] in seen:
+                    parser.error(f"{row['layer']} is in both {seen[row['layer']]} and {path}: give each layer once")
+                if row["layer"] not in order:
+                    parser.error(f"{row['layer']} ({path}) is not a layer of {args.suite}")
+                seen[row["layer"]] = path
+                rows.append({k: v if k in ("layer", "shape") or k.endswith((" best", " floor by")) else float(v)
+                             for k, v in row.items()})
+    rows.sort(key=lambda row: order.index(row["layer"]))
+    precisions = [k.removesuffix(" ratio") for k in rows[0] if k.endswith(" ratio")]
+    if args.csv:
+        _write_csvs(args, rows, [])
+    print(f"{args.suite}: {len(rows)} of its {len(order)} layers, from {len(args.combine)} tables")
+    _summary(rows, precisions)
+    return 0
 
 
 def _write_csvs(args, rows: list[dict], every: list[dict]) -> None:

@@ -49,3 +49,48 @@ def test_cudnn_is_timed_with_its_faster_choice_and_the_flags_reset(monkeypatch):
     with pytest.raises(RuntimeError, match="out of memory"):
         native.time_cudnn(None, 20, "tf32")
     assert (flags.cudnn.allow_tf32, flags.cuda.matmul.allow_tf32) == (False, False)
+
+
+def test_the_suite_combines_parts_of_one_run_in_the_suites_order(tmp_path, monkeypatch, capsys):
+    """suite.py --combine: the per-layer tables of runs that each measured a part of a suite (a call's time limit),
+    joined in the suite's order into one table, with the summary a whole run prints; a layer in two parts, or not of
+    the suite, is refused by name."""
+    import csv
+    import math
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import suite
+
+    fields = ["layer", "shape", "GFLOP", "float16 best", "float16 ms", "float16 cuDNN ms", "float16 ratio",
+              "float16 floor ms", "float16 floor by", "float16 % floor", "float16 cuDNN % floor"]
+
+    def part(name, layers):
+        path = tmp_path / name
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(fields)
+            for layer, ratio in layers:
+                writer.writerow([layer, "1,2,3", "6.0", "wgmma_nhwc:io=float16", "0.02", f"{0.02 / ratio:.6f}",
+                                 ratio, "0.01", "copy", "50.0", "40.0"])
+        return str(path)
+
+    late = part("b.csv", [("resnet50-3x3-512-512-7", 0.5), ("resnet50-1x1-2048-512-7", 2.0)])
+    early = part("a.csv", [("resnet50-conv1", 0.8)])
+    out = tmp_path / "all.csv"
+    monkeypatch.setattr(sys, "argv", ["suite.py", "--suite", "resnet50", "--combine", late, early, "--csv", str(out)])
+    assert suite.main() == 0
+    text = capsys.readouterr().out
+    assert "resnet50: 3 of its 23 layers, from 2 tables" in text
+    geomean = math.exp((math.log(0.5) + math.log(2.0) + math.log(0.8)) / 3)
+    assert f"float16         3  {geomean:21.3f}  2.00 (resnet50-1x1-2048-512-7)" in text
+    with out.open() as handle:
+        combined = list(csv.DictReader(handle))
+    assert [r["layer"] for r in combined] == ["resnet50-conv1", "resnet50-1x1-2048-512-7", "resnet50-3x3-512-512-7"]
+    assert list(combined[0]) == fields and float(combined[1]["float16 ratio"]) == 2.0
+
+    for argv, message in (([late, late], "resnet50-3x3-512-512-7 is in both"),
+                          ([part("c.csv", [("vgg16-conv1_1", 1.0)])], "vgg16-conv1_1 (")):
+        monkeypatch.setattr(sys, "argv", ["suite.py", "--suite", "resnet50", "--combine", *argv])
+        with pytest.raises(SystemExit):
+            suite.main()
+        assert message in capsys.readouterr().err
