@@ -193,7 +193,11 @@ def _combine(args, parser) -> int:
     rows, seen = [], {}
     for path in args.combine:
         with open(path, newline="") as handle:
-            for row in csv.DictReader(handle):
+            reader = csv.DictReader(handle)
+            if rows and reader.fieldnames != list(rows[0]):
+                parser.error(f"{path} has other columns than {args.combine[0]}: combine the parts of one run (the "
+                             "same --precisions)")
+            for row in reader:
                 if row["layer"] in seen:
                     parser.error(f"{row['layer']} is in both {seen[row['layer']]} and {path}: give each layer once")
                 if row["layer"] not in order:
@@ -201,6 +205,8 @@ def _combine(args, parser) -> int:
                 seen[row["layer"]] = path
                 rows.append({k: v if k in ("layer", "shape") or k.endswith((" best", " floor by")) else float(v)
                              for k, v in row.items()})
+    if not rows:
+        parser.error(f"no layers in {', '.join(args.combine)}")
     rows.sort(key=lambda row: order.index(row["layer"]))
     precisions = [k.removesuffix(" ratio") for k in rows[0] if k.endswith(" ratio")]
     if args.csv:

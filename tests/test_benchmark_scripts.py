@@ -54,7 +54,7 @@ def test_cudnn_is_timed_with_its_faster_choice_and_the_flags_reset(monkeypatch):
 def test_the_suite_combines_parts_of_one_run_in_the_suites_order(tmp_path, monkeypatch, capsys):
     """suite.py --combine: the per-layer tables of runs that each measured a part of a suite (a call's time limit),
     joined in the suite's order into one table, with the summary a whole run prints; a layer in two parts, or not of
-    the suite, is refused by name."""
+    the suite, is refused by name, and so are parts of runs in other precisions."""
     import csv
     import math
 
@@ -76,6 +76,7 @@ def test_the_suite_combines_parts_of_one_run_in_the_suites_order(tmp_path, monke
 
     late = part("b.csv", [("resnet50-3x3-512-512-7", 0.5), ("resnet50-1x1-2048-512-7", 2.0)])
     early = part("a.csv", [("resnet50-conv1", 0.8)])
+    early_text = Path(early).read_text()
     out = tmp_path / "all.csv"
     monkeypatch.setattr(sys, "argv", ["suite.py", "--suite", "resnet50", "--combine", late, early, "--csv", str(out)])
     assert suite.main() == 0
@@ -88,8 +89,11 @@ def test_the_suite_combines_parts_of_one_run_in_the_suites_order(tmp_path, monke
     assert [r["layer"] for r in combined] == ["resnet50-conv1", "resnet50-1x1-2048-512-7", "resnet50-3x3-512-512-7"]
     assert list(combined[0]) == fields and float(combined[1]["float16 ratio"]) == 2.0
 
+    other = tmp_path / "tf32.csv"
+    other.write_text(early_text.replace("float16", "tf32"))
     for argv, message in (([late, late], "resnet50-3x3-512-512-7 is in both"),
-                          ([part("c.csv", [("vgg16-conv1_1", 1.0)])], "vgg16-conv1_1 (")):
+                          ([part("c.csv", [("vgg16-conv1_1", 1.0)])], "vgg16-conv1_1 ("),
+                          ([late, str(other)], "has other columns than")):
         monkeypatch.setattr(sys, "argv", ["suite.py", "--suite", "resnet50", "--combine", *argv])
         with pytest.raises(SystemExit):
             suite.main()
