@@ -48,6 +48,14 @@ def parse_config(label: str) -> tuple[str, dict[str, str]]:
     return variant, dict(pair.split("=", 1) for pair in rest.split(",") if pair)
 
 
+def winners(path) -> list[tuple]:
+    """(layer, shape, precision, variant, params as text) of each row's best configuration in a suite CSV, every
+    precision's; the shape as suite.py --shapes takes it, so that layers of no suite are found too."""
+    with open(path, newline="") as f:
+        return [(row["layer"], row["shape"], column.split()[0], *parse_config(text)) for row in csv.DictReader(f)
+                for column, text in row.items() if column.endswith(" best") and text and text != "-"]
+
+
 def limit(pipe: float, issued: float, dram_share: float, l2: float, waves: float, lost: dict[str, float]) -> str:
     """The docstring's rules, in order: `pipe`, `issued` (of the slots), `dram_share` and `l2` in % (NaN where a
     profile lacks the counter: that rule does not hold)."""

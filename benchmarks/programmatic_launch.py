@@ -14,7 +14,6 @@ mean of on / off.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import statistics
@@ -24,19 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from floor_reasons import parse_config  # noqa: E402
+from floor_reasons import winners  # noqa: E402
 
 from simflow.backends.gpu import GpuBackend  # noqa: E402
 from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
-
-
-def winners(path: Path) -> list[tuple]:
-    """(layer, precision, variant, params as text) of each row's best configuration in a suite CSV."""
-    with open(path, newline="") as f:
-        return [(row["layer"], column.split()[0], *parse_config(text)) for row in csv.DictReader(f)
-                for column, text in row.items() if column.endswith(" best") and text and text != "-"]
 
 
 def main() -> int:
@@ -49,8 +41,8 @@ def main() -> int:
     gpu = GpuBackend()
     runs = []
     for path in args.suites:
-        for layer, precision, variant, params in winners(path):
-            problem = get_problem(layer)
+        for layer, shape, precision, variant, params in winners(path):
+            problem = get_problem(layer, shape=shape)
             kernel = VARIANTS[variant].render(problem, params)
             if any(launch.programmatic for launch in kernel.launches(problem.B)):
                 runs.append((layer, precision, variant, params, problem, kernel))

@@ -98,3 +98,25 @@ def test_the_suite_combines_parts_of_one_run_in_the_suites_order(tmp_path, monke
         with pytest.raises(SystemExit):
             suite.main()
         assert message in capsys.readouterr().err
+
+
+def test_ab_pairs_each_winner_of_a_variant_with_its_change(monkeypatch):
+    """ab.py: A is each suite winner of the variant as it ran, B the same with --set and --drop applied (or another
+    variant's rendering); a B the variant refuses is reported, not run."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import ab
+
+    vgg = BENCHMARKS / "results" / "suite_vgg16_tf32_session58_h200_2026-12-02.csv"
+    found, refused = ab.pairs([vgg], "wgmma_nhwc", {"stages": "3", "persistent": "true"}, ["stream_k"], None)
+    layers = ("2_1", "2_2", "3_1", "3_2", "3_3", "4_1", "4_2", "4_3", "5_1", "5_2", "5_3")
+    assert [label for label, *_ in found] == [f"vgg16-conv{n} tf32" for n in layers] and not refused
+    label, problem, a, b = found[-1]  # conv5_3's winner: tile_n 224, stream-K
+    assert problem.name == "vgg16-conv5_3" and a[0] == b[0] == "wgmma_nhwc"
+    assert a[2].params["stream_k"] and a[2].params["stages"] == 4
+    assert not b[2].params["stream_k"] and b[2].params["persistent"] and b[2].params["stages"] == 3
+    assert b[2].params["tile_n"] == a[2].params["tile_n"] == 224
+    found, refused = ab.pairs([vgg], "wgmma_nhwc", {"stages": "5"}, [], None)  # 5 stages of 256-pixel tiles: too much
+    assert [label for label, _ in refused] == [f"vgg16-conv{n} tf32" for n in layers[:5] + ("4_2",)]
+    assert "shared memory per block" in refused[0][1] and len(found) == 5
+    found, _ = ab.pairs([vgg], "wgmma_halo", {}, [], "wgmma_halo")  # conv1_1 and conv1_2
+    assert [label for label, *_ in found] == ["vgg16-conv1_1 tf32", "vgg16-conv1_2 tf32"]

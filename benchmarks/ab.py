@@ -1,0 +1,108 @@
+"""A/B of a change on the GPU: each suite winner of one variant as it ran (A) against B, the same configuration with
+--set and --drop applied, or rendered by another variant (--against: e.g. a user variant holding the template as it
+was, SIMFLOW_VARIANTS=DIR). Both run by the GPU backend in one process, in interleaved rounds (A first in even ones),
+every run checked against the float64 reference; the fastest round of each is kept, and the table ends with B/A's
+median, geometric mean and range.
+
+    python benchmarks/ab.py SUITE.csv [...] --variant wgmma_nhwc [--set k=v,...] [--drop k,...] [--against VARIANT]
+        [--rounds 3] [--repeats 20] [--out FILE.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from floor_reasons import winners  # noqa: E402
+
+from simflow.errors import UserError  # noqa: E402
+from simflow.job import Job  # noqa: E402
+from simflow.kernels.problems import get_problem  # noqa: E402
+from simflow.kernels.variants import VARIANTS  # noqa: E402
+
+
+def pairs(paths, variant: str, changes: dict[str, str], drop: list[str], against: str | None):
+    """(label, problem, (A's variant, params, kernel), (B's ...)) for each winner of `variant` in the suite CSVs, and
+    (label, reason) for each whose A or B is refused (B's parameters may not fit the layer)."""
+    found, refused = [], []
+    for path in paths:
+        for layer, shape, precision, name, params in winners(path):
+            if name != variant:
+                continue
+            problem = get_problem(layer, shape=shape)
+            b_params = {k: v for k, v in params.items() if k not in drop} | changes
+            label = f"{layer} {precision}"
+            try:
+                found.append((label, problem, (variant, params, VARIANTS[variant].render(problem, params)),
+                              (against or variant, b_params, VARIANTS[against or variant].render(problem, b_params))))
+            except UserError as exc:
+                refused.append((label, str(exc)))
+    return found, refused
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="+", type=Path, help="suite CSVs (benchmarks/suite.py --csv)")
+    parser.add_argument("--variant", required=True, help="the winners compared: those of this variant")
+    parser.add_argument("--set", default="", help="B's parameters changed: k=v,k=v")
+    parser.add_argument("--drop", default="", help="B's parameters left at their defaults: k,k")
+    parser.add_argument("--against", help="B rendered by this variant (the same parameters, changed as asked)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--out", type=Path, help="one JSON line a run")
+    args = parser.parse_args()
+    changes = dict(pair.split("=", 1) for pair in args.set.split(",") if pair)
+    found, refused = pairs(args.suites, args.variant, changes, [k for k in args.drop.split(",") if k], args.against)
+    for label, reason in refused:
+        print(f"not compared: {label}: {reason}")
+    if not found:
+        print(f"no winner of {args.variant} to compare")
+        return 1
+    from simflow.backends.gpu import GpuBackend
+
+    gpu = GpuBackend()
+    started = time.monotonic()
+    compiled = gpu.precompile([k for *_, a, b in found for k in (a[2], b[2])], os.cpu_count())
+    print(f"{len(found)} pairs, compiled {compiled} sources in {time.monotonic() - started:.0f} s", flush=True)
+    best, failed = {}, []
+    out = args.out.open("w") if args.out else None
+    for r in range(args.rounds):
+        for label, problem, a, b in found:
+            for tag, (name, params, kernel) in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
+                job = Job.make(name, params, problem, "gpu", warmup=3, repeats=args.repeats)
+                result = gpu.run(job, None, kernel)
+                ms = result.metrics.get("time_ms") if result.status == "passed" else None
+                if out:
+                    out.write(json.dumps({"layer": label, "tag": tag, "variant": name, "params": params,
+                                          "status": result.status, "time_ms": ms}) + "\n")
+                if ms is None:
+                    failed.append(f"{label} {tag}: {result.status} {result.reason[:200]}")
+                    continue
+                best[label, tag] = min(best.get((label, tag), ms), ms)
+    if out:
+        out.close()
+    print(f"done in {time.monotonic() - started:.0f} s\nlayer | A | B | A us | B us | B/A")
+    ratios = []
+    for label, _, a, b in found:
+        if (label, "A") in best and (label, "B") in best:
+            ratios.append(best[label, "B"] / best[label, "A"])
+            text = [f"{name}:" + ",".join(f"{k}={v}" for k, v in params.items()) for name, params, _ in (a, b)]
+            print(f"{label} | {text[0]} | {text[1]} | {best[label, 'A'] * 1e3:.1f} | {best[label, 'B'] * 1e3:.1f} | "
+                  f"{ratios[-1]:.3f}")
+    if ratios:
+        print(f"B/A over {len(ratios)}: median {statistics.median(ratios):.3f}, geomean "
+              f"{math.exp(statistics.fmean(map(math.log, ratios))):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
+    print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
