@@ -120,3 +120,37 @@ def test_ab_pairs_each_winner_of_a_variant_with_its_change(monkeypatch):
     assert "shared memory per block" in refused[0][1] and len(found) == 5
     found, _ = ab.pairs([vgg], "wgmma_halo", {}, [], "wgmma_halo")  # conv1_1 and conv1_2
     assert [label for label, *_ in found] == ["vgg16-conv1_1 tf32", "vgg16-conv1_2 tf32"]
+
+
+def test_ab_runs_both_sides_in_interleaved_rounds_and_keeps_the_fastest(monkeypatch, tmp_path, capsys):
+    """ab.py's loop, with the GPU backend stood in for: every pair runs A and B each round (A first in even rounds),
+    the fastest of each is kept, a failed run is listed and makes the exit status 1."""
+    from types import SimpleNamespace
+
+    import simflow.backends.gpu as gpu_module
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import ab
+
+    order = []
+
+    def run(self, job, store, kernel):
+        tag = "B" if kernel.params["stages"] == 3 else "A"
+        order.append((job.problem.name, tag))
+        ms = {"A": 0.2, "B": 0.1}[tag] * (1 + 0.1 * (len(order) % 3))
+        bad = job.problem.name == "vgg16-conv5_3" and tag == "B" and len(order) > 40
+        return SimpleNamespace(status="wrong" if bad else "passed", reason="bad elements",
+                               metrics={} if bad else {"time_ms": ms})
+
+    monkeypatch.setattr(gpu_module.GpuBackend, "__init__", lambda self: None)  # no GPU here
+    monkeypatch.setattr(gpu_module.GpuBackend, "precompile", lambda self, kernels, jobs: len(kernels))
+    monkeypatch.setattr(gpu_module.GpuBackend, "run", run)
+    vgg = BENCHMARKS / "results" / "suite_vgg16_tf32_session58_h200_2026-12-02.csv"
+    monkeypatch.setattr(sys, "argv", ["ab.py", str(vgg), "--variant", "wgmma_nhwc", "--set", "stages=3",
+                                      "--rounds", "2", "--out", str(tmp_path / "ab.jsonl")])
+    assert ab.main() == 1
+    text = capsys.readouterr().out
+    assert order[:2] == [("vgg16-conv2_1", "A"), ("vgg16-conv2_1", "B")] and order[22:24] == [
+        ("vgg16-conv2_1", "B"), ("vgg16-conv2_1", "A")] and len(order) == 44
+    assert "B/A over 11: median 0.5" in text and "wrong or failed runs: 1" in text
+    assert len((tmp_path / "ab.jsonl").read_text().splitlines()) == 44
