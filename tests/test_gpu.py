@@ -565,6 +565,20 @@ def test_wgmma_nchw_split_k_adds_into_y(gpu, problem, params):
     assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
 
 
+@pytest.mark.parametrize("problem,params", SPLIT_CASES,
+                         ids=[f"{p.name}-{'-'.join(f'{k}={v}' for k, v in q.items())}" for p, q in SPLIT_CASES])
+def test_wgmma_nchw_split_k_sums_in_a_cluster(gpu, problem, params):
+    """reduce=cluster: the split's blocks of a tile are one cluster (gridDim.z), each summing its share of the tile's
+    rows from every block's shared memory (float and float4 loads across the cluster): no zeroing launch."""
+    kernel = VARIANTS["wgmma_nchw"].render(problem, {**params, "reduce": "cluster"})
+    launches = kernel.launches(problem.B)
+    assert launches[-1].grid[2] == params["split"] and not any(launch.kernel.endswith("_zero") for launch in launches)
+    assert "__cluster_dims__(1, 1, SPLIT)" in kernel.source and "atomicAdd" not in kernel.source
+    result = run(gpu, kernel, problem.B, seed=16, warmup=1, repeats=2)
+    assert result.status == "passed", result.reason
+    assert result.metrics["bad_elements"] == 0 and result.environment["check"] == "full"
+
+
 CLUSTER_CASES = [  # (problem, params): pixel tiles in clusters of 2 or 4 sharing each weight tile by multicast copies
     (Problem(B=3, C=1024, M=136, H=7, W=7, K=1, name="1x1-c1024-m136-hw49"),  # 32 k steps, 2 channel tiles
      {"precision": "tf32", "cluster": 2}),

@@ -801,6 +801,24 @@ def test_wgmma_nchw_split_k_adds_float_sums_into_y():
             render("wgmma_nchw", get_problem("resnet50-1x1-64-64-56"), params)
 
 
+def test_wgmma_nchw_split_k_sums_in_a_cluster():
+    """reduce=cluster: the split's blocks of a tile are one cluster along gridDim.z, each storing its share of the
+    tile's rows summed over every block's shared-memory tile in rank order: one launch, no zeroing, no atomics;
+    nothing to sum without split-K."""
+    layer = get_problem("resnet50-1x1-2048-512-7")
+    params = {"precision": "tf32", "split": 4, "tile_m": 256, "tile_n": 128}
+    (gemm,) = render("wgmma_nchw", layer, {**params, "reduce": "cluster"}).launches(32)
+    kernel = render("wgmma_nchw", layer, {**params, "reduce": "cluster"})
+    assert gemm.grid == render("wgmma_nchw", layer, params).launches(32)[-1].grid == (2 * 13, 1, 4)
+    assert "__cluster_dims__(1, 1, SPLIT)" in kernel.source and "atomicAdd" not in kernel.source
+    assert "sum += load_cluster(in_block(at, q));" in kernel.source  # 49 pixels an image: a float at a time
+    wide = render("wgmma_nchw", get_problem("resnet50-1x1-1024-256-14"),
+                  {"precision": "tf32", "split": 2, "reduce": "cluster"})
+    assert "load4_cluster(in_block(at, q))" in wide.source and len(wide.launches(32)) == 1
+    with pytest.raises(LimitError, match="reduce=cluster in wgmma_nchw .*split=1.*use reduce=atomic"):
+        render("wgmma_nchw", layer, {"precision": "tf32", "reduce": "cluster"})
+
+
 def test_wgmma_nchw_takes_x_in_place_on_1x1_layers():
     """wgmma_nchw: the transposed product, x's pixel rows the A operand (half x: M-major and swizzled in shared
     memory; float x: TF32-rounded into registers), the weight rows a swizzled K-major B; half x at stride 1 and

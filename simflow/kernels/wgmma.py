@@ -185,6 +185,9 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             raise LimitError(f"split-K in {self.name} (blocks of one tile each, adding into float y)",
                              f"persistent={params['persistent']}, io={params['io']}", "persistent=false, io=float32",
                              "use split=1, or wgmma_nhwc's split-K for half y")
+        if params["reduce"] == "cluster" and params["split"] == 1:
+            raise LimitError(f"reduce=cluster in {self.name} (the blocks of a split tile summing in a cluster)",
+                             "split=1", "split 2, 4 or 8", "use reduce=atomic (the default) without split-K")
         ksteps = _round_up(problem.C, self.step_k(params)) // self.step_k(params)
         if ksteps % params["split"]:
             raise LimitError(f"split-K in {self.name} (equal k ranges)", f"{ksteps} k steps of "
@@ -261,7 +264,8 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
                 "threads": self.threads(params),
                 "kslice": 8 if params["precision"] == "tf32" else 16, "xv": xv, "yv": yv, "skew": skew,
                 "half_io": half_io, "t16": t16(params), "gather": gather, "split": params["split"],
-                "hwp": self.gathered_pixels(problem, params) if gather else hw, "cl": params["cluster"]}
+                "hwp": self.gathered_pixels(problem, params) if gather else hw, "cl": params["cluster"],
+                "reduce": params["reduce"]}
 
     @staticmethod
     def warpgroup_n(params: dict) -> int:
@@ -350,6 +354,8 @@ class WgmmaNchwVariant(Variant, family="wgmma_nchw"):
             parts = channel_tiles * params["tile_m"] * _round_up(p.C, self.step_k(params)) // 4
             launches.insert(0, Launch(kernel=f"{name}_wi", grid=(math.ceil(parts / 256), 1, 1), block=(256, 1, 1),
                                       args=("w", "wi")))
+        if params["reduce"] == "cluster":  # the split's blocks sum in their cluster: nothing to zero
+            return _programmatic([*launches, gemm])
         return _programmatic(_split_k_launches(launches, gemm, kernel, batch))
 
 
