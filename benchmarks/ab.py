@@ -2,7 +2,8 @@
 --set and --drop applied, or rendered by another variant (--against: e.g. a user variant holding the template as it
 was, SIMFLOW_VARIANTS=DIR). Both run by the GPU backend in one process, in interleaved rounds (A first in even ones),
 every run checked against the float64 reference; the fastest round of each is kept, and the table ends with B/A's
-median, geometric mean and range.
+median, geometric mean and range. Scripts that time other sets of kernels (a result folder's grid against the
+suite's winners) use `interleaved`, the same loop.
 
     python benchmarks/ab.py SUITE.csv [...] --variant wgmma_nhwc [--set k=v,...] [--drop k,...] [--against VARIANT]
         [--rounds 3] [--repeats 20] [--out FILE.jsonl]
@@ -48,6 +49,37 @@ def pairs(paths, variant: str, changes: dict[str, str], drop: list[str], against
     return found, refused
 
 
+def spread(ratios: list[float]) -> str:
+    """Ratios' median, geometric mean and range, as the tables' last lines give them."""
+    return (f"median {statistics.median(ratios):.3f}, geomean {math.exp(statistics.fmean(map(math.log, ratios))):.3f}, "
+            f"range {min(ratios):.3f}-{max(ratios):.3f}")
+
+
+def interleaved(gpu, cases, rounds: int, repeats: int, out=None, progress: bool = False):
+    """Each case's kernels in `rounds` interleaved rounds on one GPU: a case's runs in order in even rounds and
+    reversed in odd ones, so that none always runs first; every run checked against the float64 reference (3
+    warm-ups, `repeats` timed launches). cases: [(label, problem, [(tag, variant, params, kernel), ...])]; out: a
+    file that gets one JSON line a run. Returns the fastest passing time of each run, {(label, index of the run in
+    its case): ms}, and a line for each run that did not pass."""
+    best, failed, started = {}, [], time.monotonic()
+    for r in range(rounds):
+        for label, problem, runs in cases:
+            order = list(enumerate(runs))
+            for i, (tag, name, params, kernel) in order if r % 2 == 0 else order[::-1]:
+                result = gpu.run(Job.make(name, params, problem, "gpu", warmup=3, repeats=repeats), None, kernel)
+                ms = result.metrics.get("time_ms") if result.status == "passed" else None
+                if out:
+                    out.write(json.dumps({"layer": label, "tag": tag, "variant": name, "params": params,
+                                          "status": result.status, "time_ms": ms}) + "\n")
+                if ms is None:
+                    failed.append(f"{label} {tag} {params}: {result.status} {result.reason[:200]}")
+                    continue
+                best[label, i] = min(best.get((label, i), ms), ms)
+        if progress:
+            print(f"round {r + 1} done at {time.monotonic() - started:.0f} s", flush=True)
+    return best, failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="+", type=Path, help="suite CSVs (benchmarks/suite.py --csv)")
@@ -72,34 +104,21 @@ def main() -> int:
     started = time.monotonic()
     compiled = gpu.precompile([k for *_, a, b in found for k in (a[2], b[2])], os.cpu_count())
     print(f"{len(found)} pairs, compiled {compiled} sources in {time.monotonic() - started:.0f} s", flush=True)
-    best, failed = {}, []
+    cases = [(label, problem, [("A", *a), ("B", *b)]) for label, problem, a, b in found]
     out = args.out.open("w") if args.out else None
-    for r in range(args.rounds):
-        for label, problem, a, b in found:
-            for tag, (name, params, kernel) in (("A", a), ("B", b)) if r % 2 == 0 else (("B", b), ("A", a)):
-                job = Job.make(name, params, problem, "gpu", warmup=3, repeats=args.repeats)
-                result = gpu.run(job, None, kernel)
-                ms = result.metrics.get("time_ms") if result.status == "passed" else None
-                if out:
-                    out.write(json.dumps({"layer": label, "tag": tag, "variant": name, "params": params,
-                                          "status": result.status, "time_ms": ms}) + "\n")
-                if ms is None:
-                    failed.append(f"{label} {tag}: {result.status} {result.reason[:200]}")
-                    continue
-                best[label, tag] = min(best.get((label, tag), ms), ms)
+    best, failed = interleaved(gpu, cases, args.rounds, args.repeats, out)
     if out:
         out.close()
     print(f"done in {time.monotonic() - started:.0f} s\nlayer | A | B | A us | B us | B/A")
     ratios = []
     for label, _, a, b in found:
-        if (label, "A") in best and (label, "B") in best:
-            ratios.append(best[label, "B"] / best[label, "A"])
+        if (label, 0) in best and (label, 1) in best:
+            ratios.append(best[label, 1] / best[label, 0])
             text = [f"{name}:" + ",".join(f"{k}={v}" for k, v in params.items()) for name, params, _ in (a, b)]
-            print(f"{label} | {text[0]} | {text[1]} | {best[label, 'A'] * 1e3:.1f} | {best[label, 'B'] * 1e3:.1f} | "
+            print(f"{label} | {text[0]} | {text[1]} | {best[label, 0] * 1e3:.1f} | {best[label, 1] * 1e3:.1f} | "
                   f"{ratios[-1]:.3f}")
     if ratios:
-        print(f"B/A over {len(ratios)}: median {statistics.median(ratios):.3f}, geomean "
-              f"{math.exp(statistics.fmean(map(math.log, ratios))):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
+        print(f"B/A over {len(ratios)}: {spread(ratios)}")
     print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
     return 1 if failed else 0
 

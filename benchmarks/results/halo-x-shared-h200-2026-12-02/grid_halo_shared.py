@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -20,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from ab import interleaved, spread  # noqa: E402
 from floor_reasons import winners  # noqa: E402
 
 from simflow.errors import UserError  # noqa: E402
-from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 
@@ -62,28 +60,15 @@ def main() -> int:
     compiled = gpu.precompile([k for *_, runs in cases for *_, k in runs], os.cpu_count())
     print(f"{len(cases)} layers, {sum(len(r) for *_, r in cases)} kernels, compiled {compiled} sources in "
           f"{time.monotonic() - started:.0f} s", flush=True)
-    best, failed = {}, []
     out = args.out.open("w") if args.out else None
-    for r in range(args.rounds):
-        for label, problem, runs in cases:
-            for tag, name, params, kernel in runs if r % 2 == 0 else runs[::-1]:
-                job = Job.make(name, params, problem, "gpu", warmup=3, repeats=args.repeats)
-                result = gpu.run(job, None, kernel)
-                ms = result.metrics.get("time_ms") if result.status == "passed" else None
-                if out:
-                    out.write(json.dumps({"layer": label, "tag": tag, "variant": name, "params": params,
-                                          "status": result.status, "time_ms": ms}) + "\n")
-                key = (label, tag, json.dumps(params, sort_keys=True))
-                if ms is None:
-                    failed.append(f"{label} {tag} {params}: {result.status} {result.reason[:200]}")
-                    continue
-                best[key] = min(best.get(key, ms), ms)
-        print(f"round {r + 1} done at {time.monotonic() - started:.0f} s", flush=True)
+    best, failed = interleaved(gpu, cases, args.rounds, args.repeats, out, progress=True)
     if out:
         out.close()
+    runs_of = {label: runs for label, _, runs in cases}
 
     def fastest(label, tag):
-        found = [(ms, k[2]) for k, ms in best.items() if k[0] == label and k[1] == tag]
+        found = [(ms, json.dumps(runs_of[label][i][2], sort_keys=True)) for (lab, i), ms in best.items()
+                 if lab == label and runs_of[label][i][0] == tag]
         return min(found) if found else (None, None)
 
     print("layer | A (winner) | A us | R us (halo, registers) | S us (halo, shared) | S config | S/A | S/R")
@@ -97,8 +82,7 @@ def main() -> int:
               f"{rg * 1e3 if rg else float('nan'):.1f} | {sh * 1e3:.1f} | {cfg} | {sh / a:.3f} | "
               f"{sh / rg if rg else float('nan'):.3f}")
     if ratios:
-        print(f"S/A over {len(ratios)}: median {statistics.median(ratios):.3f}, geomean "
-              f"{math.exp(statistics.fmean(map(math.log, ratios))):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
+        print(f"S/A over {len(ratios)}: {spread(ratios)}")
     print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
     return 1 if failed else 0
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -20,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
+from ab import interleaved, spread  # noqa: E402
 from floor_reasons import winners  # noqa: E402
 
 from simflow.errors import UserError  # noqa: E402
-from simflow.job import Job  # noqa: E402
 from simflow.kernels.problems import get_problem  # noqa: E402
 from simflow.kernels.variants import VARIANTS  # noqa: E402
 
@@ -63,24 +61,12 @@ def main() -> int:
     compiled = gpu.precompile([k for *_, runs in cases for *_, k in runs], os.cpu_count())
     print(f"{len(cases)} layers, {sum(len(r) for *_, r in cases)} kernels, compiled {compiled} sources in "
           f"{time.monotonic() - started:.0f} s", flush=True)
-    best, failed = {}, []
     out = args.out.open("w") if args.out else None
-    for r in range(args.rounds):
-        for label, problem, runs in cases:
-            for tag, name, params, kernel in runs if r % 2 == 0 else runs[::-1]:
-                result = gpu.run(Job.make(name, params, problem, "gpu", warmup=3, repeats=args.repeats), None, kernel)
-                ms = result.metrics.get("time_ms") if result.status == "passed" else None
-                if out:
-                    out.write(json.dumps({"layer": label, "tag": tag, "variant": name, "params": params,
-                                          "status": result.status, "time_ms": ms}) + "\n")
-                if ms is None:
-                    failed.append(f"{label} {params}: {result.status} {result.reason[:200]}")
-                    continue
-                key = (label, json.dumps(params, sort_keys=True))
-                best[key] = min(best.get(key, ms), ms)
-        print(f"round {r + 1} done at {time.monotonic() - started:.0f} s", flush=True)
+    found_best, failed = interleaved(gpu, cases, args.rounds, args.repeats, out, progress=True)
     if out:
         out.close()
+    runs_of = {label: runs for label, _, runs in cases}
+    best = {(label, json.dumps(runs_of[label][i][2], sort_keys=True)): ms for (label, i), ms in found_best.items()}
     print("layer | split | tiles | atomic us | cluster us | cluster/atomic")
     pairs, summary = [], []
     for label, _, runs in cases:
@@ -100,8 +86,7 @@ def main() -> int:
             summary.append(f"{label} | {runs[0][1]}:{','.join(f'{k}={v}' for k, v in runs[0][2].items())} | "
                            f"{win * 1e3:.1f} | {ms * 1e3:.1f} | {cfg} | {ms / win:.3f}")
     if pairs:
-        print(f"cluster/atomic over {len(pairs)}: median {statistics.median(pairs):.3f}, geomean "
-              f"{math.exp(statistics.fmean(map(math.log, pairs))):.3f}, range {min(pairs):.3f}-{max(pairs):.3f}")
+        print(f"cluster/atomic over {len(pairs)}: {spread(pairs)}")
     print("layer | winner | winner us | best cluster us | its configuration | best cluster / winner")
     print("\n".join(summary))
     print(f"wrong or failed runs: {len(failed)}" + "".join(f"\n  {f}" for f in failed))
